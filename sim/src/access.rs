@@ -1,0 +1,157 @@
+//! Raw accesses to mapped segment memory: copies, atomics and signal updates.
+//!
+//! These functions take addresses that the transport has already bounds-checked and aligned;
+//! the memory they touch is shared with other processes, so every word that others may read or
+//! write concurrently is accessed through atomics.
+
+use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
+
+use shmem_backend::{AmoOp, SignalOp, Width};
+
+/// Copies `len` bytes from `src` to `dst` (which may overlap).
+///
+/// # Safety
+///
+/// `src..src+len` must be readable and `dst..dst+len` writable.
+#[inline]
+pub(crate) unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: guaranteed by the caller; `copy` tolerates overlap.
+    unsafe { std::ptr::copy(src, dst, len) }
+}
+
+macro_rules! with_atomic {
+    ($width:expr, $ptr:expr, |$a:ident, $t:ident| $body:expr) => {
+        match $width {
+            Width::W8 => {
+                #[allow(dead_code)]
+                type $t = u8;
+                // SAFETY: the caller guarantees an aligned, live, shared word of this width.
+                let $a = unsafe { AtomicU8::from_ptr($ptr.cast()) };
+                $body
+            }
+            Width::W16 => {
+                #[allow(dead_code)]
+                type $t = u16;
+                // SAFETY: as above.
+                let $a = unsafe { AtomicU16::from_ptr($ptr.cast()) };
+                $body
+            }
+            Width::W32 => {
+                #[allow(dead_code)]
+                type $t = u32;
+                // SAFETY: as above.
+                let $a = unsafe { AtomicU32::from_ptr($ptr.cast()) };
+                $body
+            }
+            Width::W64 => {
+                #[allow(dead_code)]
+                type $t = u64;
+                // SAFETY: as above.
+                let $a = unsafe { AtomicU64::from_ptr($ptr.cast()) };
+                $body
+            }
+        }
+    };
+}
+
+/// Performs `op` on the word at `ptr` and returns its previous value. Native CPU atomics
+/// (`lock xadd`, `lock cmpxchg`, …), never compare-and-swap loops where the CPU has the
+/// operation.
+///
+/// # Safety
+///
+/// `ptr` must be valid for reads and writes of `width.bytes()` bytes and aligned to that width.
+// The W64 arm converts u64 to u64; the others widen.
+#[allow(clippy::useless_conversion)]
+#[inline]
+pub(crate) unsafe fn amo(ptr: *mut u8, width: Width, op: AmoOp) -> u64 {
+    with_atomic!(width, ptr, |a, T| {
+        let v = |x: u64| x as T;
+        let old = match op {
+            AmoOp::Fetch => a.load(Ordering::SeqCst),
+            AmoOp::Set(x) | AmoOp::Swap(x) => a.swap(v(x), Ordering::SeqCst),
+            AmoOp::CompareSwap { cond, value } => {
+                match a.compare_exchange(v(cond), v(value), Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(old) | Err(old) => old,
+                }
+            }
+            AmoOp::Add(x) => a.fetch_add(v(x), Ordering::SeqCst),
+            AmoOp::And(x) => a.fetch_and(v(x), Ordering::SeqCst),
+            AmoOp::Or(x) => a.fetch_or(v(x), Ordering::SeqCst),
+            AmoOp::Xor(x) => a.fetch_xor(v(x), Ordering::SeqCst),
+        };
+        u64::from(old)
+    })
+}
+
+/// Loads the word at `ptr` with acquire ordering.
+///
+/// # Safety
+///
+/// As for [`amo`] (reads only).
+#[allow(clippy::useless_conversion)]
+#[inline]
+pub(crate) unsafe fn load(ptr: *mut u8, width: Width) -> u64 {
+    with_atomic!(width, ptr, |a, T| u64::from(a.load(Ordering::Acquire)))
+}
+
+/// Applies a signal update to the word at `ptr`: a release store for SET (so data written
+/// before it is visible first), an atomic add for ADD.
+///
+/// # Safety
+///
+/// As for [`amo`].
+#[inline]
+pub(crate) unsafe fn signal(ptr: *mut u8, width: Width, op: SignalOp, value: u64) {
+    with_atomic!(width, ptr, |a, T| match op {
+        SignalOp::Set => a.store(value as T, Ordering::Release),
+        SignalOp::Add => {
+            a.fetch_add(value as T, Ordering::AcqRel);
+        }
+    })
+}
+
+/// Writes the low `width` bytes of `value` to `dst` in native byte order.
+///
+/// # Safety
+///
+/// `dst` must be valid for writes of `width.bytes()` bytes (any alignment).
+#[inline]
+pub(crate) unsafe fn write_value(dst: *mut u8, width: Width, value: u64) {
+    let bytes = value.to_ne_bytes();
+    #[cfg(target_endian = "big")]
+    let bytes = &bytes[8 - width.bytes()..];
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, width.bytes()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomics_by_width() {
+        let mut w = [0u64; 2];
+        let p = w.as_mut_ptr().cast::<u8>();
+        // SAFETY: `w` is a live, 8-aligned local array.
+        unsafe {
+            assert_eq!(amo(p, Width::W64, AmoOp::Add(5)), 0);
+            assert_eq!(
+                amo(p, Width::W64, AmoOp::CompareSwap { cond: 5, value: 9 }),
+                5
+            );
+            assert_eq!(
+                amo(p, Width::W64, AmoOp::CompareSwap { cond: 5, value: 1 }),
+                9
+            );
+            assert_eq!(amo(p, Width::W32, AmoOp::Xor(0xff)), 9);
+            assert_eq!(load(p, Width::W32), 9 ^ 0xff);
+            signal(p, Width::W16, SignalOp::Set, 0x1234);
+            signal(p, Width::W16, SignalOp::Add, 1);
+            assert_eq!(load(p, Width::W16), 0x1235);
+            assert_eq!(amo(p, Width::W8, AmoOp::Swap(0x7f)), 0x35);
+            write_value(p.add(8), Width::W32, 0xdead_beef);
+            assert_eq!(load(p.add(8), Width::W32), 0xdead_beef);
+        }
+    }
+}

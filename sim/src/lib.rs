@@ -1,0 +1,25 @@
+//! The multi-process shared-memory simulator: a [`Transport`](shmem_backend::Transport) in which
+//! every PE is an OS process and every PE's segment is mapped into every process, and the
+//! `shmemrun` launcher that starts such jobs.
+//!
+//! - [`SimTransport`] moves data with `memcpy` and CPU atomics on the peers' mappings; waiting
+//!   PEs spin, yield or sleep on a shared futex according to [`WaitPolicy`]; a strict completion
+//!   mode (see [`SimSettings`]) delays non-blocking operations as long as the rules allow.
+//! - [`launcher`] starts a job of N PEs, supervises it and gives each PE its identity.
+//!
+//! Segments are anonymous `memfd` objects handed from PE to PE over abstract Unix sockets: no
+//! shared-memory name exists at any moment, so nothing is left behind after any exit.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod access;
+mod control;
+mod fd_exchange;
+pub mod launcher;
+mod segment;
+mod settings;
+mod strict;
+mod transport;
+mod wait;
+
+pub use settings::{SettingError, SimSettings, WaitPolicy};
+pub use transport::{SimQueue, SimTransport};

@@ -1,0 +1,240 @@
+//! The shared-memory segments of one instance, as mapped in this process.
+//!
+//! Each PE's segment is an anonymous `memfd` (no name in `/dev/shm`, so nothing survives any
+//! exit, SIGKILL included). It is sized sparsely with `ftruncate`, so pages cost memory only once
+//! touched, and sealed against shrinking so a peer cannot make another PE fault. All segments of
+//! an instance are mapped into one contiguous reservation, PE `i` at `base + i * stride`, the way
+//! CANN lays out its global virtual address space; this makes peer translation one addition.
+//!
+//! A segment is `heap` bytes of addressable memory followed by one page that holds the
+//! simulator's [`Control`] block.
+
+use std::ffi::c_void;
+use std::os::fd::{AsFd, OwnedFd};
+use std::ptr::NonNull;
+
+use rustix::fs::{MemfdFlags, SealFlags};
+use rustix::mm::{MapFlags, ProtFlags};
+use shmem_backend::{Pe, TransportError};
+
+use crate::control::{CONTROL_SIZE, Control};
+
+/// The alignment of each PE's slot in the reservation.
+const SLOT_ALIGN: usize = 2 << 20;
+/// The page size assumed for the layout (the machine's base page).
+const PAGE: usize = 4096;
+
+pub(crate) fn align_up(v: usize, a: usize) -> Option<usize> {
+    v.checked_add(a - 1).map(|x| x & !(a - 1))
+}
+
+/// The sizes that every PE of an instance must agree on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// Addressable bytes of each segment.
+    pub heap: usize,
+    /// Bytes of the memory object (heap rounded to a page, plus the control page).
+    pub object_len: usize,
+    /// Distance between two PEs' slots in the reservation.
+    pub stride: usize,
+}
+
+impl Geometry {
+    pub(crate) fn new(heap: usize) -> Result<Geometry, TransportError> {
+        let too_big = || {
+            TransportError::Attach(format!(
+                "a segment of {heap} bytes does not fit in the address space"
+            ))
+        };
+        let control_at = align_up(heap, PAGE).ok_or_else(too_big)?;
+        let object_len = control_at.checked_add(CONTROL_SIZE).ok_or_else(too_big)?;
+        let stride = align_up(object_len, SLOT_ALIGN).ok_or_else(too_big)?;
+        Ok(Geometry {
+            heap,
+            object_len,
+            stride,
+        })
+    }
+
+    /// The offset of the control block inside a segment.
+    pub(crate) fn control_offset(&self) -> usize {
+        self.object_len - CONTROL_SIZE
+    }
+}
+
+/// This PE's memory object before it is shared.
+#[derive(Debug)]
+pub(crate) struct LocalObject {
+    pub fd: OwnedFd,
+}
+
+impl LocalObject {
+    /// Creates a sealed, sparse memory object of `geometry.object_len` bytes.
+    pub(crate) fn create(label: &str, geometry: &Geometry) -> Result<LocalObject, TransportError> {
+        let name = format!("shmem-sim-{label}");
+        let fd = rustix::fs::memfd_create(
+            name.as_str(),
+            MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+        )
+        .map_err(|e| TransportError::os("memfd_create for the symmetric segment", e))?;
+        rustix::fs::ftruncate(&fd, geometry.object_len as u64).map_err(|e| {
+            TransportError::os(
+                format!("sizing the segment to {} bytes", geometry.object_len),
+                e,
+            )
+        })?;
+        rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
+            .map_err(|e| TransportError::os("sealing the segment", e))?;
+        Ok(LocalObject { fd })
+    }
+}
+
+/// The reservation holding every PE's segment, with the segments mapped into it.
+#[derive(Debug)]
+pub(crate) struct Segments {
+    base: NonNull<u8>,
+    len: usize,
+    geometry: Geometry,
+    n_pes: u32,
+}
+
+// SAFETY: `Segments` owns a memory mapping; the raw base pointer is only an address. All accesses
+// through it are made by the transport with atomics or byte copies that tolerate concurrent
+// writers (the memory is shared with other processes by design).
+unsafe impl Send for Segments {}
+// SAFETY: as above; `&Segments` gives no access that needs exclusive ownership.
+unsafe impl Sync for Segments {}
+
+impl Segments {
+    /// Reserves address space for `n_pes` slots (without committing memory).
+    pub(crate) fn reserve(geometry: Geometry, n_pes: u32) -> Result<Segments, TransportError> {
+        let len = geometry.stride.checked_mul(n_pes as usize).ok_or_else(|| {
+            TransportError::Attach(format!(
+                "{n_pes} segments of {} bytes do not fit in the address space",
+                geometry.stride
+            ))
+        })?;
+        // SAFETY: a new private anonymous mapping with a null hint never aliases existing memory.
+        let base = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::empty(),
+                MapFlags::PRIVATE | MapFlags::NORESERVE,
+            )
+        }
+        .map_err(|e| {
+            TransportError::os(
+                format!("reserving {len} bytes of address space for {n_pes} segments"),
+                e,
+            )
+        })?;
+        let base =
+            NonNull::new(base.cast::<u8>()).expect("mmap never returns a null mapping on success");
+        Ok(Segments {
+            base,
+            len,
+            geometry,
+            n_pes,
+        })
+    }
+
+    /// Maps `fd`, a memory object of `geometry.object_len` bytes, into `pe`'s slot.
+    pub(crate) fn map(&self, pe: Pe, fd: impl AsFd) -> Result<(), TransportError> {
+        assert!(pe < self.n_pes, "slot {pe} outside the reservation");
+        let size = rustix::fs::fstat(&fd)
+            .map_err(|e| TransportError::os(format!("inspecting PE {pe}'s segment"), e))?
+            .st_size;
+        if size as u64 != self.geometry.object_len as u64 {
+            return Err(TransportError::Attach(format!(
+                "PE {pe}'s segment has {size} bytes, this PE expects {}: the PEs disagree about local_mem_size",
+                self.geometry.object_len
+            )));
+        }
+        let at = self.slot(pe).as_ptr().cast::<c_void>();
+        // SAFETY: `at..at+object_len` lies inside our own reservation (slot < n_pes and
+        // object_len <= stride), which no Rust object references, so MAP_FIXED replaces only
+        // address space this struct owns.
+        unsafe {
+            rustix::mm::mmap(
+                at,
+                self.geometry.object_len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED | MapFlags::FIXED,
+                fd,
+                0,
+            )
+        }
+        .map_err(|e| TransportError::os(format!("mapping PE {pe}'s segment"), e))?;
+        Ok(())
+    }
+
+    /// The start of `pe`'s slot.
+    pub(crate) fn slot(&self, pe: Pe) -> NonNull<u8> {
+        debug_assert!(pe < self.n_pes);
+        // SAFETY: the offset stays inside the reservation of `n_pes * stride` bytes.
+        unsafe { self.base.add(pe as usize * self.geometry.stride) }
+    }
+
+    /// `pe`'s control block.
+    pub(crate) fn control(&self, pe: Pe) -> &Control {
+        // SAFETY: the control page of a mapped segment holds a `Control` (all atomics, valid for
+        // any bit pattern including the initial zeros), it is suitably aligned (page aligned),
+        // and it lives as long as `self` keeps the mapping.
+        unsafe {
+            &*self
+                .slot(pe)
+                .as_ptr()
+                .add(self.geometry.control_offset())
+                .cast::<Control>()
+        }
+    }
+
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+}
+
+impl Drop for Segments {
+    fn drop(&mut self) {
+        // SAFETY: the reservation was created by `reserve` with this length; nothing borrows it
+        // past the lifetime of `self`.
+        if let Err(e) = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), self.len) } {
+            tracing::warn!("unmapping the symmetric segments failed: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_rounds_to_pages_and_slots() {
+        let g = Geometry::new(10 << 20).unwrap();
+        assert_eq!(g.control_offset(), 10 << 20);
+        assert_eq!(g.object_len, (10 << 20) + CONTROL_SIZE);
+        assert_eq!(g.stride, 12 << 20);
+        let g = Geometry::new(1).unwrap();
+        assert_eq!(g.control_offset(), 4096);
+    }
+
+    #[test]
+    fn maps_a_segment_and_rejects_a_wrong_size() {
+        let g = Geometry::new(1 << 20).unwrap();
+        let segs = Segments::reserve(g, 2).unwrap();
+        let obj = LocalObject::create("test", &g).unwrap();
+        segs.map(0, &obj.fd).unwrap();
+        segs.map(1, &obj.fd).unwrap();
+        // SAFETY: both slots map the same object; the test owns it exclusively.
+        unsafe {
+            segs.slot(0).as_ptr().write(7);
+            assert_eq!(segs.slot(1).as_ptr().read(), 7);
+        }
+        let other = LocalObject::create("other", &Geometry::new(2 << 20).unwrap()).unwrap();
+        assert!(matches!(
+            segs.map(1, &other.fd),
+            Err(TransportError::Attach(_))
+        ));
+    }
+}
