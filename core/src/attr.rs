@@ -1,0 +1,451 @@
+//! Init attributes, mirroring CANN's `aclshmemx_init_attr_t`, and their validation.
+
+use std::time::Duration;
+
+use shmem_backend::Limits;
+
+use crate::error::{Error, Result};
+
+/// CANN's `ACLSHMEM_MAX_IP_PORT_LEN`: `ip_port` holds at most 63 characters.
+pub const MAX_IP_PORT_LEN: usize = 64;
+/// CANN's default for the three timeouts, in seconds.
+pub const DEFAULT_TIMEOUT: u32 = 120;
+/// CANN's `ACLSHMEM_EXTRA_SIZE`: the reserved area every heap has beyond `local_mem_size`.
+pub const EXTRA_SIZE: u64 = 6 << 20;
+
+/// The data engines of `data_op_engine_type` (`data_op_engine_type_t`). On the simulator every
+/// engine moves data the same way; the value is validated as CANN validates it.
+pub mod engine {
+    /// `ACLSHMEM_DATA_OP_MTE`: the AI-core memory transfer engine (the default).
+    pub const MTE: u32 = 0x01;
+    /// `ACLSHMEM_DATA_OP_SDMA`.
+    pub const SDMA: u32 = 0x02;
+    /// `ACLSHMEM_DATA_OP_ROCE`.
+    pub const ROCE: u32 = 0x04;
+    /// `ACLSHMEM_DATA_OP_UDMA`.
+    pub const UDMA: u32 = 0x08;
+}
+
+/// The optional attributes (`aclshmem_init_optional_attr_t`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionalAttributes {
+    /// CANN's struct version, `(1 << 16) + sizeof(aclshmem_init_optional_attr_t)`.
+    pub version: i32,
+    /// Which data engines to use (bits of [`engine`]).
+    pub data_op_engine_type: u32,
+    /// Seconds to wait at init for every PE to arrive (must not be 0).
+    pub shm_init_timeout: u32,
+    /// Seconds for shared-memory creation. CANN never reads it; neither do we.
+    pub shm_create_timeout: u32,
+    /// Seconds every later bootstrap operation may take (must not be 0).
+    pub control_operation_timeout: u32,
+    /// A TCP socket already bound to `ip_port` that PE 0 serves on (`> 0`), as a launcher or a
+    /// unique id provides; `0` lets the library bind. The library duplicates the descriptor, so
+    /// the caller keeps its own.
+    pub sock_fd: i32,
+}
+
+impl Default for OptionalAttributes {
+    fn default() -> Self {
+        OptionalAttributes {
+            version: (1 << 16) + 24,
+            data_op_engine_type: engine::MTE,
+            shm_init_timeout: DEFAULT_TIMEOUT,
+            shm_create_timeout: DEFAULT_TIMEOUT,
+            control_operation_timeout: DEFAULT_TIMEOUT,
+            sock_fd: 0,
+        }
+    }
+}
+
+/// Which transport an instance uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The multi-process shared-memory simulator.
+    Sim,
+    /// Ascend NPUs through the CANN runtime.
+    Hw,
+}
+
+impl Backend {
+    /// Parses `SHMEM_BACKEND` (`sim`, `hw`).
+    pub fn parse(s: &str) -> Option<Backend> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "sim" | "simulator" => Some(Backend::Sim),
+            "hw" | "ascend" | "npu" => Some(Backend::Hw),
+            _ => None,
+        }
+    }
+
+    /// The backend to use: `explicit`, else `SHMEM_BACKEND`, else the simulator.
+    pub(crate) fn choose(explicit: Option<Backend>) -> Result<Backend> {
+        if let Some(b) = explicit {
+            return Ok(b);
+        }
+        match std::env::var("SHMEM_BACKEND") {
+            Ok(v) if !v.trim().is_empty() => Backend::parse(&v).ok_or_else(|| {
+                Error::InvalidValue(format!(
+                    "SHMEM_BACKEND={v:?} is not a backend (expected sim or hw)"
+                ))
+            }),
+            _ => Ok(Backend::Sim),
+        }
+    }
+}
+
+/// A 16-byte job secret that a PE presents when it joins the bootstrap: PEs of another job
+/// (with another secret) are refused with a clear error.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Secret(pub [u8; 16]);
+
+impl Secret {
+    /// CANN's fixed connection magic `0x0ACC`: what programs that pass only `ip_port` get. It
+    /// keeps out nothing but programs with another magic, so two jobs on one address can meet;
+    /// launchers and unique ids give a random secret instead.
+    pub const CANN_MAGIC: Secret = Secret([0xCC, 0x0A, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+
+    /// A fresh random secret (from the operating system's generator).
+    pub fn random() -> Secret {
+        Secret(rand::random())
+    }
+
+    /// The raw bytes.
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+
+    /// Compares in time independent of where the secrets differ.
+    pub fn ct_eq(&self, other: &[u8; 16]) -> bool {
+        self.0
+            .iter()
+            .zip(other)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+
+    /// Parses 32 hexadecimal digits.
+    pub fn from_hex(s: &str) -> Option<Secret> {
+        let s = s.trim();
+        if s.len() != 32 {
+            return None;
+        }
+        let mut out = [0u8; 16];
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(Secret(out))
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if *self == Secret::CANN_MAGIC {
+            f.write_str("Secret(CANN_MAGIC)")
+        } else {
+            f.write_str("Secret(<redacted>)")
+        }
+    }
+}
+
+/// The attributes an instance is created with (`aclshmemx_init_attr_t`).
+///
+/// ```
+/// use shmem::Attributes;
+/// let attrs = Attributes::new(0, 2, "tcp://127.0.0.1:42000", 32 << 20);
+/// assert_eq!(attrs.options.shm_init_timeout, 120);
+/// assert!(attrs.validate().is_ok());
+/// let bad = Attributes { my_pe: 2, ..attrs };
+/// assert_eq!(bad.validate().unwrap_err().code(), shmem::Code::InvalidParam);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attributes {
+    /// This PE's number inside the instance.
+    pub my_pe: i32,
+    /// The number of PEs of the instance.
+    pub n_pes: i32,
+    /// PE 0's bootstrap address, `tcp://host:port` or `tcp6://[host]:port`.
+    pub ip_port: String,
+    /// Bytes of symmetric heap per PE, a multiple of 2 MiB; the heap gets 6 MiB more for
+    /// CANN's reserved area.
+    pub local_mem_size: u64,
+    /// The optional attributes.
+    pub options: OptionalAttributes,
+    /// The instance to create: 0 is the default instance, 1..=255 the others.
+    pub instance_id: u64,
+    /// Which transport to use; `None` reads `SHMEM_BACKEND` and falls back to the simulator.
+    pub backend: Option<Backend>,
+    /// The job secret to present at the bootstrap; `None` uses [`Secret::CANN_MAGIC`].
+    pub secret: Option<Secret>,
+    /// Overrides `SHMEM_INSTANCE_PORT_RANGE` for this instance (`"start:end"`).
+    pub port_range: Option<String>,
+}
+
+impl Attributes {
+    /// Attributes with CANN's defaults for everything but the four required fields.
+    pub fn new(my_pe: i32, n_pes: i32, ip_port: &str, local_mem_size: u64) -> Attributes {
+        Attributes {
+            my_pe,
+            n_pes,
+            ip_port: ip_port.to_string(),
+            local_mem_size,
+            options: OptionalAttributes::default(),
+            instance_id: 0,
+            backend: None,
+            secret: None,
+            port_range: None,
+        }
+    }
+
+    /// Checks the attributes as CANN's `check_attr` does, in the same order and with the same
+    /// codes, plus the limits CANN only hits later (a `local_mem_size` that is not a multiple
+    /// of 2 MiB, an instance id above 255, an instance that needs more than 128 GiB of address
+    /// space).
+    pub fn validate(&self) -> Result<()> {
+        self.validate_against(&Limits::CANN)
+    }
+
+    pub(crate) fn validate_against(&self, limits: &Limits) -> Result<()> {
+        let o = &self.options;
+        if self.my_pe < 0 {
+            return Err(Error::InvalidValue(format!(
+                "my_pe {} is negative",
+                self.my_pe
+            )));
+        }
+        if self.n_pes <= 0 {
+            return Err(Error::InvalidValue(format!(
+                "n_pes {} must be positive",
+                self.n_pes
+            )));
+        }
+        if self.n_pes as u32 > limits.max_pes {
+            return Err(Error::InvalidValue(format!(
+                "n_pes {} exceeds the maximum of {} PEs",
+                self.n_pes, limits.max_pes
+            )));
+        }
+        if self.my_pe >= self.n_pes {
+            return Err(Error::InvalidParam(format!(
+                "my_pe {} must be less than n_pes {}",
+                self.my_pe, self.n_pes
+            )));
+        }
+        if self.local_mem_size == 0 {
+            return Err(Error::InvalidValue("local_mem_size is 0".into()));
+        }
+        if self.local_mem_size > limits.max_local_mem {
+            return Err(Error::InvalidValue(format!(
+                "local_mem_size {} exceeds the maximum of {} bytes (40 GiB)",
+                self.local_mem_size, limits.max_local_mem
+            )));
+        }
+        if o.shm_init_timeout == 0 {
+            return Err(Error::InvalidValue("shm_init_timeout is 0".into()));
+        }
+        if o.control_operation_timeout == 0 {
+            return Err(Error::InvalidValue("control_operation_timeout is 0".into()));
+        }
+        if o.data_op_engine_type == 0 || o.data_op_engine_type & !0xF != 0 {
+            return Err(Error::InvalidValue(format!(
+                "data_op_engine_type {:#x} is not a combination of MTE, SDMA, ROCE and UDMA",
+                o.data_op_engine_type
+            )));
+        }
+        if !self
+            .local_mem_size
+            .is_multiple_of(limits.local_mem_granularity)
+        {
+            return Err(Error::InvalidValue(format!(
+                "local_mem_size {} is not a multiple of {} bytes (2 MiB)",
+                self.local_mem_size, limits.local_mem_granularity
+            )));
+        }
+        if self.instance_id > limits.max_instance_id {
+            return Err(Error::InvalidValue(format!(
+                "instance_id {} exceeds the maximum of {}",
+                self.instance_id, limits.max_instance_id
+            )));
+        }
+        if self.ip_port.len() >= MAX_IP_PORT_LEN {
+            return Err(Error::InvalidValue(format!(
+                "ip_port has {} characters; at most 63 fit",
+                self.ip_port.len()
+            )));
+        }
+        let slot = (self.local_mem_size + EXTRA_SIZE).next_multiple_of(limits.heap_alignment);
+        let space = slot as u128 * self.n_pes as u128;
+        if space > limits.max_instance_space as u128 {
+            return Err(Error::InvalidValue(format!(
+                "the instance would span {} GiB of address space ({} PEs x {} GiB per heap slot); at most {} GiB fit",
+                space >> 30,
+                self.n_pes,
+                slot >> 30,
+                limits.max_instance_space >> 30
+            )));
+        }
+        Ok(())
+    }
+
+    /// `shm_init_timeout` as a duration.
+    pub(crate) fn init_timeout(&self) -> Duration {
+        Duration::from_secs(u64::from(self.options.shm_init_timeout))
+    }
+
+    /// `control_operation_timeout` as a duration.
+    pub(crate) fn op_timeout(&self) -> Duration {
+        Duration::from_secs(u64::from(self.options.control_operation_timeout))
+    }
+
+    /// The heap size: `local_mem_size` plus the reserved area.
+    pub(crate) fn heap_size(&self) -> u64 {
+        self.local_mem_size + EXTRA_SIZE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Code;
+
+    fn ok() -> Attributes {
+        Attributes::new(1, 4, "tcp://127.0.0.1:30000", 2 << 20)
+    }
+
+    fn code(a: Attributes) -> Code {
+        a.validate().unwrap_err().code()
+    }
+
+    #[test]
+    fn cann_check_attr_table() {
+        assert!(ok().validate().is_ok());
+        assert_eq!(code(Attributes { my_pe: -1, ..ok() }), Code::InvalidValue);
+        assert_eq!(code(Attributes { n_pes: 0, ..ok() }), Code::InvalidValue);
+        assert_eq!(code(Attributes { n_pes: -3, ..ok() }), Code::InvalidValue);
+        assert_eq!(
+            code(Attributes {
+                n_pes: 16385,
+                my_pe: 0,
+                ..ok()
+            }),
+            Code::InvalidValue
+        );
+        assert_eq!(code(Attributes { my_pe: 4, ..ok() }), Code::InvalidParam);
+        assert_eq!(
+            code(Attributes {
+                local_mem_size: 0,
+                ..ok()
+            }),
+            Code::InvalidValue
+        );
+        assert_eq!(
+            code(Attributes {
+                local_mem_size: (40 << 30) + (2 << 20),
+                ..ok()
+            }),
+            Code::InvalidValue
+        );
+        let mut a = ok();
+        a.options.shm_init_timeout = 0;
+        assert_eq!(code(a), Code::InvalidValue);
+        let mut a = ok();
+        a.options.control_operation_timeout = 0;
+        assert_eq!(code(a), Code::InvalidValue);
+        for bad in [0, 0x10, 0x11] {
+            let mut a = ok();
+            a.options.data_op_engine_type = bad;
+            assert_eq!(code(a), Code::InvalidValue, "engine {bad:#x}");
+        }
+        let mut a = ok();
+        a.options.data_op_engine_type = engine::MTE | engine::ROCE;
+        assert!(a.validate().is_ok());
+        // The shm_create_timeout is never checked, as in CANN.
+        let mut a = ok();
+        a.options.shm_create_timeout = 0;
+        assert!(a.validate().is_ok());
+    }
+
+    #[test]
+    fn cann_order_of_checks() {
+        // my_pe >= n_pes is checked before local_mem_size, as in CANN.
+        assert_eq!(
+            code(Attributes {
+                my_pe: 9,
+                local_mem_size: 0,
+                ..ok()
+            }),
+            Code::InvalidParam
+        );
+        // A negative my_pe is reported before an invalid n_pes.
+        let e = Attributes {
+            my_pe: -1,
+            n_pes: 0,
+            ..ok()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("my_pe"), "{e}");
+    }
+
+    #[test]
+    fn limits_beyond_cann_check_attr() {
+        assert_eq!(
+            code(Attributes {
+                local_mem_size: 3 << 20,
+                ..ok()
+            }),
+            Code::InvalidValue
+        );
+        assert_eq!(
+            code(Attributes {
+                instance_id: 256,
+                ..ok()
+            }),
+            Code::InvalidValue
+        );
+        assert!(
+            Attributes {
+                instance_id: 255,
+                ..ok()
+            }
+            .validate()
+            .is_ok()
+        );
+        // 8 PEs x align_up(15 GiB + 6 MiB, 1 GiB) = 8 x 16 GiB = 128 GiB: the limit itself is allowed.
+        assert!(
+            Attributes {
+                n_pes: 8,
+                local_mem_size: 15 << 30,
+                ..ok()
+            }
+            .validate()
+            .is_ok()
+        );
+        // 9 PEs of the same size need 144 GiB.
+        let e = Attributes {
+            n_pes: 9,
+            local_mem_size: 15 << 30,
+            ..ok()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidValue);
+        assert!(e.to_string().contains("144 GiB"), "{e}");
+        let long = format!("tcp://{}:30000", "a".repeat(60));
+        assert_eq!(
+            code(Attributes {
+                ip_port: long,
+                ..ok()
+            }),
+            Code::InvalidValue
+        );
+    }
+
+    #[test]
+    fn secrets_parse() {
+        let s = Secret::from_hex("000102030405060708090a0b0c0d0e0f").unwrap();
+        assert_eq!(s.0[15], 15);
+        assert!(Secret::from_hex("00").is_none());
+        assert!(Secret::from_hex("zz0102030405060708090a0b0c0d0e0f").is_none());
+        assert_eq!(format!("{:?}", Secret::CANN_MAGIC), "Secret(CANN_MAGIC)");
+    }
+}

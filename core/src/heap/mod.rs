@@ -1,0 +1,94 @@
+//! The symmetric heap of one instance: CANN's reserved area ([`layout`]) and the best-fit
+//! allocator ([`allocator`]) that places every block at the same offset on every PE.
+//!
+//! This module is local bookkeeping; the instance makes allocation collective.
+
+pub(crate) mod allocator;
+pub(crate) mod layout;
+
+use std::sync::Mutex;
+
+use allocator::{AllocError, Allocator};
+use layout::{Reserved, SIGNAL_AREA, SYNC_COUNTERS, SYNC_POOL};
+
+/// The allocator of one heap, with the reserved blocks already placed.
+#[derive(Debug)]
+pub(crate) struct Heap {
+    size: u64,
+    reserved: Reserved,
+    alloc: Mutex<Allocator>,
+}
+
+impl Heap {
+    /// A heap of `size` bytes (`local_mem_size` + 6 MiB) with CANN's reserved blocks.
+    pub(crate) fn new(size: u64) -> Result<Heap, AllocError> {
+        let mut alloc = Allocator::new(size);
+        let signal = alloc.allocate(SIGNAL_AREA)?;
+        let sync_pool = alloc.allocate(SYNC_POOL)?;
+        let sync_counters = alloc.allocate(SYNC_COUNTERS)?;
+        Ok(Heap {
+            size,
+            reserved: Reserved {
+                signal,
+                sync_pool,
+                sync_counters,
+            },
+            alloc: Mutex::new(alloc),
+        })
+    }
+
+    /// The heap size in bytes.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The reserved blocks.
+    pub(crate) fn reserved(&self) -> &Reserved {
+        &self.reserved
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Allocator> {
+        self.alloc.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Allocates `n` bytes, aligned to `align` if given.
+    pub(crate) fn allocate(&self, n: u64, align: Option<u64>) -> Result<u64, AllocError> {
+        let mut a = self.lock();
+        match align {
+            None => a.allocate(n),
+            Some(al) => a.allocate_aligned(al, n),
+        }
+    }
+
+    /// Releases the block starting at `off`; returns its size.
+    pub(crate) fn release(&self, off: u64) -> Result<u64, AllocError> {
+        self.lock().release(off)
+    }
+
+    /// The size of the used block starting at `off`.
+    #[expect(dead_code, reason = "used by realloc")]
+    pub(crate) fn block_size(&self, off: u64) -> Option<u64> {
+        self.lock().block_size(off)
+    }
+
+    /// Bytes free for allocation, and the largest free block.
+    pub(crate) fn free(&self) -> (u64, u64) {
+        let a = self.lock();
+        (a.free_bytes(), a.largest_free())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_blocks_sit_where_cann_puts_them() {
+        let h = Heap::new((2 << 20) + (6 << 20)).unwrap();
+        assert_eq!(h.reserved().signal, 0);
+        assert_eq!(h.reserved().sync_pool, 0x200);
+        assert_eq!(h.reserved().sync_counters, 0x500200);
+        assert_eq!(h.allocate(1, None).unwrap(), layout::FIRST_USER_OFFSET);
+        assert_eq!(h.reserved().team_slot(1), 0x200 + 2560);
+    }
+}

@@ -1,0 +1,621 @@
+//! [`Instance`]: one SHMEM instance, owning its bootstrap, transport, heap and teams.
+
+use std::net::TcpListener;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use shmem_backend::{
+    DynQueue, DynTransport, Exchange, Pe, SegmentSpec, Transport, TransportError, WaitCtl,
+};
+use shmem_sim::SimTransport;
+
+use crate::attr::{Attributes, Backend, Secret};
+use crate::bootstrap::{self, Bootstrap, BootstrapError, StoreBootstrap, StoreConfig};
+use crate::error::{Error, Result};
+use crate::heap::Heap;
+use crate::heap::allocator::AllocError;
+use crate::registry::{self, Claim};
+use crate::settings;
+use crate::team::{Members, TeamState};
+
+const LIVE: u8 = 1;
+const FINALIZED: u8 = 2;
+
+/// The state of one instance, shared by every handle to it.
+pub(crate) struct Inner {
+    pub(crate) id: u64,
+    pub(crate) my_pe: u32,
+    pub(crate) n_pes: u32,
+    pub(crate) attrs: Attributes,
+    pub(crate) boot: Box<dyn Bootstrap>,
+    pub(crate) heap: Heap,
+    pub(crate) world: TeamState,
+    pub(crate) wait_timeout: Option<Duration>,
+    /// The default context's completion queue.
+    pub(crate) queue: Box<dyn DynQueue>,
+    /// The queue of the library's own synchronisation traffic.
+    pub(crate) sync_queue: Box<dyn DynQueue>,
+    state: AtomicU8,
+    // Declared last: dropped after everything that might still use the mappings.
+    pub(crate) transport: Box<dyn DynTransport>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instance")
+            .field("id", &self.id)
+            .field("my_pe", &self.my_pe)
+            .field("n_pes", &self.n_pes)
+            .field("backend", &self.transport.profile().name)
+            .field("heap_size", &self.heap.size())
+            .finish()
+    }
+}
+
+/// A handle to one SHMEM instance: its own team world, symmetric heap, synchronisation
+/// resources and bootstrap. Handles are cheap to clone and may be used from several threads;
+/// instances never share state, so threads driving different instances never wait for each
+/// other.
+///
+/// Create one with [`Instance::init`] (explicit attributes, as CANN programs pass them) or
+/// [`Instance::from_env`] (inside a job started by `shmemrun`); end it with the collective
+/// [`Instance::finalize`].
+#[derive(Clone, Debug)]
+pub struct Instance {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// The allgather and barrier a transport uses to attach its peers, over the bootstrap.
+struct BootExchange<'a>(&'a dyn Bootstrap);
+
+impl Exchange for BootExchange<'_> {
+    fn allgather(&mut self, mine: &[u8]) -> std::result::Result<Vec<Vec<u8>>, TransportError> {
+        self.0.allgather(mine).map_err(|e| boot_to_transport(&e))
+    }
+    fn barrier(&mut self) -> std::result::Result<(), TransportError> {
+        self.0.barrier().map_err(|e| boot_to_transport(&e))
+    }
+}
+
+/// A bootstrap failure as a transport error (for the waits the transport runs).
+fn boot_to_transport(e: &BootstrapError) -> TransportError {
+    match e {
+        BootstrapError::PeerLost { pe, detail } => TransportError::PeerLost {
+            pe: *pe,
+            detail: detail.clone(),
+        },
+        BootstrapError::ServerLost { detail } => TransportError::PeerLost {
+            pe: 0,
+            detail: format!("the bootstrap server on PE 0 is gone: {detail}"),
+        },
+        BootstrapError::GlobalExit { pe, status } => TransportError::JobEnding {
+            detail: format!("PE {pe} called global_exit({status})"),
+        },
+        other => TransportError::Exchange(other.to_string()),
+    }
+}
+
+/// A bootstrap failure as a library error.
+pub(crate) fn boot_error(e: BootstrapError) -> Error {
+    match e {
+        BootstrapError::PeerLost { pe, detail } => Error::PeerLost { pe, detail },
+        BootstrapError::ServerLost { detail } => Error::PeerLost {
+            pe: 0,
+            detail: format!("the bootstrap server on PE 0 is gone: {detail}"),
+        },
+        BootstrapError::GlobalExit { pe, status } => {
+            Error::JobEnding(format!("PE {pe} called global_exit({status})"))
+        }
+        BootstrapError::Timeout {
+            what,
+            missing,
+            after,
+        } => Error::Timeout {
+            what: if missing.is_empty() {
+                what
+            } else {
+                format!(
+                    "{what} (PEs that did not arrive: {})",
+                    missing
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            seconds: after.as_secs_f64(),
+        },
+        other => Error::Bootstrap(other.to_string()),
+    }
+}
+
+/// A bootstrap failure during init: CANN reports every one of them as `INNER_ERROR`.
+fn init_error(e: BootstrapError) -> Error {
+    Error::Bootstrap(e.to_string())
+}
+
+/// When another PE ended the job with `global_exit(status)`, this PE ends too, with that
+/// status, as OpenSHMEM specifies.
+pub(crate) fn exit_if_job_ended(e: &Error) {
+    if let Error::JobEnding(detail) = e
+        && let Some(status) = detail
+            .rsplit_once('(')
+            .and_then(|(_, s)| s.trim_end_matches(')').parse::<i32>().ok())
+    {
+        tracing::error!("{detail}; ending this PE with status {status}");
+        std::process::exit(status);
+    }
+}
+
+/// Duplicates the pre-bound socket `fd` that PE 0 serves on.
+fn prebound_listener(fd: i32, port: u16) -> Result<TcpListener> {
+    // SAFETY: CANN's contract for `sock_fd`: the caller passes an open socket and keeps it open
+    // during init. We only duplicate it (the caller keeps its descriptor); a closed or bogus
+    // number makes the duplication fail with EBADF.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    let owned = rustix::io::fcntl_dupfd_cloexec(borrowed, 0)
+        .map_err(|e| Error::InvalidValue(format!("sock_fd {fd} is not an open descriptor: {e}")))?;
+    let stat = rustix::fs::fstat(owned.as_fd())
+        .map_err(|e| Error::InvalidValue(format!("sock_fd {fd}: {e}")))?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Socket {
+        return Err(Error::InvalidValue(format!("sock_fd {fd} is not a socket")));
+    }
+    let listener = TcpListener::from(owned);
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Error::InvalidValue(format!("sock_fd {fd} is not a TCP socket: {e}")))?;
+    if bound.port() != port {
+        return Err(Error::InvalidValue(format!(
+            "sock_fd {fd} is bound to port {}, but ip_port names port {port}",
+            bound.port()
+        )));
+    }
+    Ok(listener)
+}
+
+impl Instance {
+    /// Creates and initialises instance `attrs.instance_id`. Collective over the instance's PEs:
+    /// every PE calls it with its own `my_pe` and the same `n_pes`, `ip_port` and
+    /// `local_mem_size`.
+    ///
+    /// Errors carry CANN's codes ([`Error::code`]): invalid attributes give `INVALID_VALUE` or
+    /// `INVALID_PARAM` exactly as CANN's `check_attr`, an id that is already live gives
+    /// `INNER_ERROR`, and so does a bootstrap that cannot meet its peers.
+    pub fn init(attrs: &Attributes) -> Result<Instance> {
+        crate::log::init();
+        Instance::create(attrs).inspect_err(|e| {
+            tracing::error!(
+                "init of instance {} (PE {} of {}) failed: {e}",
+                attrs.instance_id,
+                attrs.my_pe,
+                attrs.n_pes
+            );
+        })
+    }
+
+    fn create(attrs: &Attributes) -> Result<Instance> {
+        attrs.validate()?;
+        let backend = Backend::choose(attrs.backend)?;
+        let claim: Claim = registry::claim(attrs.instance_id)?;
+        let url = Self::bootstrap_url(attrs)?;
+        let (my_pe, n_pes) = (attrs.my_pe as u32, attrs.n_pes as u32);
+        let listener = if my_pe == 0 && attrs.options.sock_fd > 0 {
+            Some(prebound_listener(attrs.options.sock_fd, url.port)?)
+        } else {
+            None
+        };
+        let boot = StoreBootstrap::connect(StoreConfig {
+            url,
+            my_pe,
+            n_pes,
+            instance_id: attrs.instance_id,
+            secret: attrs.secret.unwrap_or(Secret::CANN_MAGIC),
+            init_timeout: attrs.init_timeout(),
+            op_timeout: attrs.op_timeout(),
+            listener,
+        })
+        .map_err(init_error)?;
+        let boot: Box<dyn Bootstrap> = Box::new(boot);
+        let heap_size = attrs.heap_size();
+        let heap = Heap::new(heap_size).map_err(|e| Error::Memory(e.to_string()))?;
+        let spec = SegmentSpec {
+            my_pe,
+            n_pes,
+            size: usize::try_from(heap_size)
+                .map_err(|_| Error::InvalidValue("the heap does not fit in memory".into()))?,
+            label: format!("i{}-pe{}", attrs.instance_id, my_pe),
+            timeout: attrs.op_timeout(),
+        };
+        let transport: Box<dyn DynTransport> = match backend {
+            Backend::Sim => {
+                Box::new(SimTransport::open(&spec, &mut BootExchange(&*boot)).map_err(Error::from)?)
+            }
+            Backend::Hw => {
+                return Err(Error::NotSupported(
+                    "the hw backend (Ascend NPUs) is not part of this build yet; use SHMEM_BACKEND=sim".into(),
+                ));
+            }
+        };
+        let world = TeamState::new(
+            Members {
+                start: 0,
+                stride: 1,
+                size: n_pes,
+            },
+            my_pe,
+            heap.reserved().team_slot(0),
+        );
+        let inner = Arc::new(Inner {
+            id: attrs.instance_id,
+            my_pe,
+            n_pes,
+            attrs: attrs.clone(),
+            heap,
+            world,
+            wait_timeout: settings::wait_timeout()?,
+            queue: transport.new_queue(),
+            sync_queue: transport.new_queue(),
+            state: AtomicU8::new(LIVE),
+            boot,
+            transport,
+        });
+        // Nobody uses the instance before every PE has it.
+        inner.boot.barrier().map_err(init_error)?;
+        claim.commit(&inner);
+        tracing::debug!(
+            instance = attrs.instance_id,
+            pe = my_pe,
+            n_pes,
+            heap_size,
+            "instance initialised"
+        );
+        Ok(Instance { inner })
+    }
+
+    /// The bootstrap address of `attrs`: `ip_port` itself for instance 0, the port chosen from
+    /// `SHMEM_INSTANCE_PORT_RANGE` for the others.
+    fn bootstrap_url(attrs: &Attributes) -> Result<bootstrap::url::BootstrapUrl> {
+        let ip_port = if attrs.instance_id == 0 {
+            attrs.ip_port.clone()
+        } else {
+            let range = attrs
+                .port_range
+                .clone()
+                .or_else(|| std::env::var("SHMEM_INSTANCE_PORT_RANGE").ok());
+            bootstrap::url::select_instance_port(
+                &attrs.ip_port,
+                attrs.instance_id,
+                range.as_deref(),
+            )
+            .map_err(|e| Error::InvalidValue(e.to_string()))?
+        };
+        bootstrap::url::parse_url(&ip_port).map_err(|e| {
+            Error::InvalidParam(format!(
+                "ip_port {ip_port:?} is not a valid bootstrap address: {e}"
+            ))
+        })
+    }
+
+    /// This instance's id.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// This PE's number in the instance.
+    pub fn my_pe(&self) -> u32 {
+        self.inner.my_pe
+    }
+
+    /// The number of PEs of the instance.
+    pub fn n_pes(&self) -> u32 {
+        self.inner.n_pes
+    }
+
+    /// The attributes the instance was created with.
+    pub fn attributes(&self) -> &Attributes {
+        &self.inner.attrs
+    }
+
+    /// The name of the transport (`"sim"` or `"hw"`).
+    pub fn backend_name(&self) -> &'static str {
+        self.inner.transport.profile().name
+    }
+
+    /// Whether the instance is initialised (not yet finalised).
+    pub fn is_initialized(&self) -> bool {
+        self.inner.state.load(Ordering::Acquire) == LIVE
+    }
+
+    pub(crate) fn check_live(&self) -> Result<()> {
+        if self.is_initialized() {
+            Ok(())
+        } else {
+            Err(Error::NotInitialized {
+                instance_id: self.inner.id,
+            })
+        }
+    }
+
+    /// Checks that `pe` is a PE of the instance.
+    pub(crate) fn check_pe(&self, pe: Pe) -> Result<()> {
+        if pe < self.inner.n_pes {
+            Ok(())
+        } else {
+            Err(Error::InvalidPe {
+                pe: i64::from(pe),
+                n_pes: self.inner.n_pes,
+            })
+        }
+    }
+
+    pub(crate) fn transport(&self) -> &dyn DynTransport {
+        &*self.inner.transport
+    }
+
+    /// Runs `f` with the wait control of this instance: its timeout, and a liveness check that
+    /// fails the wait when a peer dies or the job ends.
+    pub(crate) fn with_wait_ctl<R>(&self, what: &str, f: impl FnOnce(&WaitCtl<'_>) -> R) -> R {
+        let boot = &*self.inner.boot;
+        let liveness = move || boot.check_alive().map_err(|e| boot_to_transport(&e));
+        let ctl = WaitCtl {
+            deadline: self.inner.wait_timeout.map(|t| Instant::now() + t),
+            what,
+            liveness: &liveness,
+        };
+        f(&ctl)
+    }
+
+    /// Maps an error from a blocking operation, ending this PE if another PE ended the job.
+    pub(crate) fn fail(&self, e: Error) -> Error {
+        exit_if_job_ended(&e);
+        e
+    }
+
+    /// Completes every operation issued on the default context.
+    pub fn quiet(&self) -> Result<()> {
+        self.check_live()?;
+        self.transport()
+            .quiet(&*self.inner.queue)
+            .map_err(Error::from)
+    }
+
+    /// Orders the puts, atomics and signals issued on the default context before the call ahead
+    /// of those issued after it, per target PE.
+    pub fn fence(&self) -> Result<()> {
+        self.check_live()?;
+        self.transport()
+            .fence(&*self.inner.queue)
+            .map_err(Error::from)
+    }
+
+    /// Completes this PE's outstanding operations and waits for every PE of the instance
+    /// (`barrier_all`).
+    pub fn barrier_all(&self) -> Result<()> {
+        self.check_live()?;
+        self.transport().quiet(&*self.inner.queue)?;
+        self.world_barrier()
+    }
+
+    /// Waits for every PE of the instance, without completing outstanding operations
+    /// (`sync_all`). (CANN's `sync_all` is its barrier; on the simulator the only difference is
+    /// that strict mode keeps held non-blocking operations pending across a sync.)
+    pub fn sync_all(&self) -> Result<()> {
+        self.check_live()?;
+        self.world_barrier()
+    }
+
+    pub(crate) fn world_barrier(&self) -> Result<()> {
+        let t = self.transport();
+        self.with_wait_ctl("barrier of the world team", |ctl| {
+            self.inner.world.barrier(t, &*self.inner.sync_queue, ctl)
+        })
+        .map_err(|e| self.fail(e))
+    }
+
+    /// The local address of the start of this PE's symmetric heap.
+    pub fn heap_base(&self) -> *mut u8 {
+        self.transport()
+            .segment_ptr(self.inner.my_pe)
+            .map_or(std::ptr::null_mut(), |p| p.as_ptr())
+    }
+
+    /// The bytes of symmetric heap per PE (`local_mem_size` + 6 MiB).
+    pub fn heap_size(&self) -> usize {
+        self.inner.heap.size() as usize
+    }
+
+    /// The heap offset of the local address `addr`, if `len` bytes from it lie in the heap.
+    pub fn offset_of(&self, addr: *const u8, len: usize) -> Option<usize> {
+        let off = (addr as usize).checked_sub(self.heap_base() as usize)?;
+        (off.checked_add(len)? <= self.heap_size()).then_some(off)
+    }
+
+    /// The address at which PE `pe`'s copy of the symmetric object at local address `addr` can
+    /// be loaded and stored, or `None` when `addr` is outside the heap, `pe` is not a PE of the
+    /// instance, or the transport cannot map peers (`aclshmem_ptr`). For `pe == my_pe()` it is
+    /// `addr` itself.
+    pub fn ptr(&self, addr: *const u8, pe: Pe) -> Option<std::ptr::NonNull<u8>> {
+        if !self.is_initialized() || pe >= self.inner.n_pes {
+            return None;
+        }
+        let off = self.offset_of(addr, 0).filter(|&o| o < self.heap_size())?;
+        let base = self.transport().segment_ptr(pe)?;
+        // SAFETY: `off` is inside the heap, which lies inside `pe`'s mapped segment.
+        Some(unsafe { base.add(off) })
+    }
+
+    /// Collectively allocates `size` bytes (aligned to `align`, and zeroed if asked) at the
+    /// same offset on every PE. Every PE learns whether every other PE succeeded and whether
+    /// they all asked for the same thing; on any disagreement every PE releases its block and
+    /// reports which PE differed.
+    pub(crate) fn alloc_collective(
+        &self,
+        size: u64,
+        align: Option<u64>,
+        zero: bool,
+    ) -> Result<u64> {
+        self.check_live()?;
+        let local = self.inner.heap.allocate(size, align);
+        if let Ok(off) = &local
+            && zero
+        {
+            self.transport().fill(
+                &*self.inner.sync_queue,
+                self.inner.my_pe,
+                *off as usize,
+                0,
+                size as usize,
+            )?;
+        }
+        let mut msg = [0u8; 24];
+        msg[0] = match &local {
+            Ok(_) => 0,
+            Err(AllocError::Zero | AllocError::NotPowerOfTwo { .. }) => 1,
+            Err(_) => 2,
+        };
+        msg[8..16].copy_from_slice(&local.as_ref().copied().unwrap_or(u64::MAX).to_le_bytes());
+        msg[16..24].copy_from_slice(&size.to_le_bytes());
+        let all = self.inner.boot.allgather(&msg);
+        let undo = |heap: &Heap| {
+            if let Ok(off) = local {
+                let _ = heap.release(off);
+            }
+        };
+        let all = match all {
+            Ok(a) => a,
+            Err(e) => {
+                undo(&self.inner.heap);
+                return Err(self.fail(boot_error(e)));
+            }
+        };
+        if let Err(e) = &local {
+            let err = match e {
+                AllocError::Zero | AllocError::NotPowerOfTwo { .. } => {
+                    Error::InvalidValue(e.to_string())
+                }
+                _ => Error::OutOfMemory {
+                    requested: size,
+                    detail: e.to_string(),
+                },
+            };
+            return Err(err);
+        }
+        for (pe, m) in all.iter().enumerate() {
+            let (status, off, sz) = (
+                m[0],
+                u64::from_le_bytes(m[8..16].try_into().expect("8")),
+                u64::from_le_bytes(m[16..24].try_into().expect("8")),
+            );
+            let problem = if status != 0 {
+                Some(format!("the allocation failed on PE {pe}"))
+            } else if sz != size {
+                Some(format!(
+                    "the allocation is not symmetric: PE {pe} asked for {sz} bytes, this PE for {size}"
+                ))
+            } else if Ok(off) != local {
+                Some(format!(
+                    "PE {pe} placed the block at offset {off:#x}, this PE elsewhere: the PEs' heaps have diverged"
+                ))
+            } else {
+                None
+            };
+            if let Some(detail) = problem {
+                undo(&self.inner.heap);
+                return Err(Error::OutOfMemory {
+                    requested: size,
+                    detail,
+                });
+            }
+        }
+        Ok(local.expect("checked"))
+    }
+
+    /// Collectively releases the block at heap offset `off`.
+    pub(crate) fn free_collective(&self, off: u64) -> Result<()> {
+        self.check_live()?;
+        let all = self
+            .inner
+            .boot
+            .allgather(&off.to_le_bytes())
+            .map_err(|e| self.fail(boot_error(e)))?;
+        if let Some((pe, other)) = all
+            .iter()
+            .enumerate()
+            .map(|(pe, m)| (pe, u64::from_le_bytes(m[..8].try_into().expect("8"))))
+            .find(|(_, o)| *o != off)
+        {
+            return Err(Error::InvalidParam(format!(
+                "free is not symmetric: PE {pe} frees offset {other:#x}, this PE {off:#x}; nothing was freed"
+            )));
+        }
+        self.inner
+            .heap
+            .release(off)
+            .map(|_| ())
+            .map_err(|e| Error::InvalidParam(e.to_string()))
+    }
+
+    /// Ends the instance. Collective over its PEs: completes outstanding operations, waits for
+    /// every PE, and closes the bootstrap. Handles that remain valid memory-wise (no use after
+    /// free is possible) but every operation on them fails with `NotInitialized`. Finalising a
+    /// finalised instance succeeds and does nothing.
+    pub fn finalize(&self) -> Result<()> {
+        if self
+            .inner
+            .state
+            .compare_exchange(LIVE, FINALIZED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Ok(());
+        }
+        let r = (|| {
+            self.transport().quiet(&*self.inner.queue)?;
+            self.inner.boot.finalize().map_err(boot_error)
+        })();
+        registry::release(self.inner.id);
+        r.inspect_err(|e| {
+            tracing::error!(
+                "finalize of instance {} on PE {}: {e}",
+                self.inner.id,
+                self.inner.my_pe
+            )
+        })
+    }
+
+    /// Ends the whole job with `status`: every PE of this instance is told to exit with it (and
+    /// a launcher stops all PEs), then this process exits.
+    pub fn global_exit(&self, status: i32) -> ! {
+        tracing::warn!(
+            "PE {} of instance {} calls global_exit({status})",
+            self.inner.my_pe,
+            self.inner.id
+        );
+        let _ = shmem_sim::launcher::env::request_global_exit(status);
+        self.inner.boot.global_exit(status);
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        std::process::exit(status)
+    }
+}
+
+impl Instance {
+    /// Looks up a live instance of this process by id (the handle the CANN-compatible layer and
+    /// the C ABI use).
+    pub fn by_id(id: u64) -> Option<Instance> {
+        registry::lookup(id).map(|inner| Instance { inner })
+    }
+
+    /// The ids of this process's live instances.
+    pub fn live_ids() -> Vec<u64> {
+        registry::live_ids()
+    }
+}
+
+// `SimTransport` is the default transport; keep the static trait in view for readers.
+const _: fn() = || {
+    fn is_transport<T: Transport>() {}
+    is_transport::<SimTransport>();
+};

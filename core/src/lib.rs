@@ -1,0 +1,52 @@
+//! CANN SHMEM semantics in Rust: symmetric memory shared by the PEs (processing elements) of
+//! one or more independent instances.
+//!
+//! Every PE is one process. An [`Instance`] is a team world with its own symmetric heap,
+//! synchronisation resources and bootstrap; any PE can put data into, and get data from, any
+//! peer's heap, and PEs synchronise with barriers. Programs created for CANN SHMEM map onto this
+//! API call for call; the same program runs on the multi-process simulator (the default
+//! backend) and, through the `hw` backend, on Ascend NPUs.
+//!
+//! ```no_run
+//! // Run with: shmemrun -n 4 -- target/debug/examples/hello
+//! let inst = shmem::Instance::from_env()?;
+//! let (me, n) = (inst.my_pe(), inst.n_pes());
+//! let slot = inst.malloc::<u32>(1)?;
+//! slot.as_slice().put(&[me], (me + 1) % n)?;       // write into the right neighbour's heap
+//! inst.barrier_all()?;
+//! assert_eq!(slot.as_slice().g(0, me)?, (me + n - 1) % n);
+//! slot.free()?;
+//! inst.finalize()?;
+//! # Ok::<(), shmem::Error>(())
+//! ```
+//!
+//! See the crate's `docs/` for the architecture and the CANN differences.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod attr;
+pub(crate) mod bootstrap;
+mod error;
+pub(crate) mod heap;
+mod instance;
+mod launch;
+mod log;
+mod registry;
+mod rma;
+mod settings;
+mod sym;
+mod team;
+
+pub use attr::{
+    Attributes, Backend, DEFAULT_TIMEOUT, EXTRA_SIZE, MAX_IP_PORT_LEN, OptionalAttributes, Secret,
+    engine,
+};
+pub use error::{Code, Error, Result};
+pub use instance::Instance;
+pub use rma::NbiScope;
+pub use shmem_backend::{Cmp, Pe, SignalOp};
+pub use sym::{SymBuf, SymSlice};
+
+/// The library's name, as CANN's `aclshmem_info_get_name` reports it.
+pub const NAME: &str = "ACLSHMEM v1.1.1";
+/// The library's version, as CANN's `aclshmem_info_get_version` reports it.
+pub const VERSION: (i32, i32) = (1, 1);

@@ -1,0 +1,83 @@
+//! Library settings read from the environment.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `SHMEM_TIMEOUT` | seconds any blocking wait (barrier, wait_until, collective) may last before it fails with a timeout; `0` or `inf` waits without limit | 300 |
+//! | `SHMEM_SYMMETRIC_SIZE` | the heap per PE for instances created from a launcher's environment (`Attributes::from_env`), in bytes with an optional `K`, `M` or `G` suffix; rounded up to 2 MiB | 256M |
+//! | `SHMEM_BACKEND` | `sim` or `hw` | `sim` |
+//! | `SHMEM_LOG_LEVEL` | `DEBUG`, `INFO`, `WARN`, `ERROR`, `FATAL` | `WARN` |
+//!
+//! The simulator's own settings (`SHMEM_WAIT_POLICY`, `SHMEM_SIM_STRICT`, …) are documented in
+//! `shmem_sim::SimSettings`.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// The default `SHMEM_TIMEOUT`.
+pub(crate) const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default `SHMEM_SYMMETRIC_SIZE`.
+pub(crate) const DEFAULT_SYMMETRIC_SIZE: u64 = 256 << 20;
+
+/// `SHMEM_TIMEOUT`: `None` waits forever.
+pub(crate) fn wait_timeout() -> Result<Option<Duration>> {
+    match std::env::var("SHMEM_TIMEOUT") {
+        Err(_) => Ok(Some(DEFAULT_WAIT_TIMEOUT)),
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" => Ok(Some(DEFAULT_WAIT_TIMEOUT)),
+            "0" | "inf" | "infinite" | "none" => Ok(None),
+            s => s
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .map(|x| Some(Duration::from_secs_f64(x)))
+                .ok_or_else(|| {
+                    Error::InvalidValue(format!("SHMEM_TIMEOUT={v:?} is not a number of seconds"))
+                }),
+        },
+    }
+}
+
+/// Parses a size such as `64M`, `1G`, `4096` or `2mb`.
+pub(crate) fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim().to_ascii_lowercase();
+    let s = s.strip_suffix('b').unwrap_or(&s);
+    let s = s.strip_suffix('i').unwrap_or(s);
+    let (num, shift) = match s.chars().last()? {
+        'k' => (&s[..s.len() - 1], 10),
+        'm' => (&s[..s.len() - 1], 20),
+        'g' => (&s[..s.len() - 1], 30),
+        't' => (&s[..s.len() - 1], 40),
+        _ => (s, 0),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(1u64 << shift)
+}
+
+/// `SHMEM_SYMMETRIC_SIZE`, rounded up to a multiple of 2 MiB.
+pub(crate) fn symmetric_size() -> Result<u64> {
+    let raw = match std::env::var("SHMEM_SYMMETRIC_SIZE") {
+        Err(_) => return Ok(DEFAULT_SYMMETRIC_SIZE),
+        Ok(v) => parse_size(&v).filter(|&n| n > 0).ok_or_else(|| {
+            Error::InvalidValue(format!(
+                "SHMEM_SYMMETRIC_SIZE={v:?} is not a size (for example 64M or 1G)"
+            ))
+        })?,
+    };
+    Ok(raw.next_multiple_of(2 << 20))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64M"), Some(64 << 20));
+        assert_eq!(parse_size("1g"), Some(1 << 30));
+        assert_eq!(parse_size("2MiB"), Some(2 << 20));
+        assert_eq!(parse_size("3 kb"), Some(3 << 10));
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size(""), None);
+    }
+}

@@ -1,0 +1,361 @@
+//! Typed handles to symmetric memory: [`SymBuf`] owns an allocation, [`SymSlice`] views part of
+//! one. Neither gives out `&T` or `&mut T`: peers may write the memory at any time, so data
+//! moves by value, through copies (`put`, `get`, `to_vec`), and elements must be
+//! [`bytemuck::Pod`].
+
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::ptr::NonNull;
+
+use bytemuck::Pod;
+use shmem_backend::Pe;
+
+use crate::error::{Error, Result};
+use crate::instance::Instance;
+
+/// A symmetric allocation of `len` elements of `T`: the same offset in every PE's heap.
+///
+/// Allocate it collectively with [`Instance::malloc`], [`Instance::calloc`] or
+/// [`Instance::align`] and release it collectively with [`SymBuf::free`]. Dropping a `SymBuf`
+/// without freeing it keeps the block allocated until the instance is finalised (a collective
+/// operation cannot run from a destructor, whose order differs between PEs).
+pub struct SymBuf<T> {
+    inst: Instance,
+    offset: usize,
+    len: usize,
+    freed: bool,
+    _t: PhantomData<T>,
+}
+
+impl<T> std::fmt::Debug for SymBuf<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SymBuf")
+            .field("instance", &self.inst.id())
+            .field("offset", &format_args!("{:#x}", self.offset))
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// A view of `len` consecutive elements of a symmetric allocation.
+pub struct SymSlice<'a, T> {
+    pub(crate) inst: &'a Instance,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+    _t: PhantomData<&'a T>,
+}
+
+impl<T> Clone for SymSlice<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for SymSlice<'_, T> {}
+
+impl<T> std::fmt::Debug for SymSlice<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SymSlice")
+            .field("offset", &format_args!("{:#x}", self.offset))
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+fn resolve(range: impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1)?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    (start <= end && end <= len).then_some((start, end))
+}
+
+impl<T: Pod> SymBuf<T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The byte offset of the allocation in the symmetric heap (the same on every PE).
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The instance it belongs to.
+    pub fn instance(&self) -> &Instance {
+        &self.inst
+    }
+
+    /// The local address of element 0 (for `ptr`, or to hand to C code).
+    pub fn as_ptr(&self) -> *mut T {
+        self.inst.heap_base().wrapping_add(self.offset).cast()
+    }
+
+    /// A view of all elements.
+    pub fn as_slice(&self) -> SymSlice<'_, T> {
+        SymSlice {
+            inst: &self.inst,
+            offset: self.offset,
+            len: self.len,
+            _t: PhantomData,
+        }
+    }
+
+    /// A view of the elements in `range`.
+    ///
+    /// # Panics
+    ///
+    /// If the range does not lie inside the allocation (as slice indexing does).
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> SymSlice<'_, T> {
+        self.as_slice().slice(range)
+    }
+
+    /// A view of element `index` alone.
+    ///
+    /// # Panics
+    ///
+    /// If `index >= len`.
+    pub fn at(&self, index: usize) -> SymSlice<'_, T> {
+        self.slice(index..=index)
+    }
+
+    /// Releases the allocation. Collective: every PE frees the same allocation in the same
+    /// order.
+    pub fn free(mut self) -> Result<()> {
+        self.freed = true;
+        self.inst
+            .free_collective(self.offset as u64)
+            .inspect_err(|e| tracing::error!("free: {e}"))
+    }
+}
+
+impl<T> Drop for SymBuf<T> {
+    fn drop(&mut self) {
+        if !self.freed {
+            tracing::debug!(
+                "a SymBuf at offset {:#x} was dropped without free; it stays allocated until finalize",
+                self.offset
+            );
+        }
+    }
+}
+
+impl<'a, T: Pod> SymSlice<'a, T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The byte offset of element 0 in the symmetric heap.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The instance it belongs to.
+    pub fn instance(&self) -> &'a Instance {
+        self.inst
+    }
+
+    /// The size of the view in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+
+    /// A sub-view.
+    ///
+    /// # Panics
+    ///
+    /// If the range does not lie inside this view.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> SymSlice<'a, T> {
+        let (s, e) = resolve(range, self.len).unwrap_or_else(|| {
+            panic!(
+                "range out of bounds of a symmetric slice of {} elements",
+                self.len
+            )
+        });
+        SymSlice {
+            inst: self.inst,
+            offset: self.offset + s * std::mem::size_of::<T>(),
+            len: e - s,
+            _t: PhantomData,
+        }
+    }
+
+    /// The local address of element 0.
+    pub fn as_ptr(&self) -> *mut T {
+        self.inst.heap_base().wrapping_add(self.offset).cast()
+    }
+
+    /// Where PE `pe`'s copy of element 0 can be loaded and stored directly (`aclshmem_ptr`), if
+    /// the transport maps peers; `None` for a PE outside the instance.
+    pub fn ptr(&self, pe: Pe) -> Option<NonNull<T>> {
+        self.inst.ptr(self.as_ptr().cast(), pe).map(NonNull::cast)
+    }
+}
+
+impl Instance {
+    fn alloc<T: Pod>(&self, len: usize, align: Option<usize>, zero: bool) -> Result<SymBuf<T>> {
+        let Some(bytes) = len.checked_mul(std::mem::size_of::<T>()) else {
+            // Still collective, so that the PEs stay in step.
+            let _ = self.alloc_collective(0, None, false);
+            return Err(Error::InvalidValue(format!(
+                "{len} elements of {} bytes overflow",
+                std::mem::size_of::<T>()
+            )))
+            .inspect_err(|e| tracing::error!("symmetric allocation on PE {}: {e}", self.my_pe()));
+        };
+        let natural = std::mem::align_of::<T>();
+        let align = match align {
+            Some(a) => Some(a.max(natural)),
+            None if natural > 16 => Some(natural),
+            None => None,
+        };
+        let offset = self
+            .alloc_collective(bytes as u64, align.map(|a| a as u64), zero)
+            .inspect_err(|e| {
+                tracing::error!(
+                    "symmetric allocation of {bytes} bytes on PE {}: {e}",
+                    self.my_pe()
+                )
+            })?;
+        Ok(SymBuf {
+            inst: self.clone(),
+            offset: offset as usize,
+            len,
+            freed: false,
+            _t: PhantomData,
+        })
+    }
+
+    /// Allocates `len` elements of `T` from the symmetric heap (`aclshmem_malloc`). Collective:
+    /// every PE asks for the same size in the same order. The contents are undefined (fresh
+    /// pages are zero, reused blocks keep what they held).
+    ///
+    /// Fails with `INVALID_VALUE` for zero bytes and `MALLOC_FAILED` when the heap cannot hold
+    /// it on some PE; either way the heap is unchanged on every PE.
+    pub fn malloc<T: Pod>(&self, len: usize) -> Result<SymBuf<T>> {
+        self.alloc(len, None, false)
+    }
+
+    /// Allocates `len` zeroed elements (`aclshmem_calloc`).
+    pub fn calloc<T: Pod>(&self, len: usize) -> Result<SymBuf<T>> {
+        self.alloc(len, None, true)
+    }
+
+    /// Allocates `len` elements at an address that is a multiple of `alignment`, which must be
+    /// a power of two (`aclshmem_align`).
+    pub fn align<T: Pod>(&self, alignment: usize, len: usize) -> Result<SymBuf<T>> {
+        if alignment == 0 || !alignment.is_power_of_two() {
+            // Still collective: every PE takes part so the PEs stay in step.
+            let _ = self.alloc_collective(0, Some(alignment as u64), false);
+            return Err(Error::InvalidValue(format!(
+                "alignment {alignment} is not a power of two"
+            )))
+            .inspect_err(|e| tracing::error!("aclshmem_align on PE {}: {e}", self.my_pe()));
+        }
+        self.alloc(len, Some(alignment), false)
+    }
+}
+
+/// The byte-level heap interface: offsets instead of typed handles, as the C ABI uses it
+/// (`aclshmem_malloc` returns `heap_base + offset`). Every call is collective.
+impl Instance {
+    /// Allocates `size` bytes; returns the heap offset.
+    pub fn malloc_raw(&self, size: usize) -> Result<usize> {
+        self.alloc_collective(size as u64, None, false)
+            .map(|o| o as usize)
+            .inspect_err(|e| tracing::error!("malloc: {e}"))
+    }
+
+    /// Allocates `count * size` zeroed bytes; returns the heap offset. An overflowing product
+    /// fails on every PE (CANN returns before its barrier there, which can desynchronise the
+    /// PEs; this call stays collective).
+    pub fn calloc_raw(&self, count: usize, size: usize) -> Result<usize> {
+        let r = match count.checked_mul(size) {
+            Some(total) => self.alloc_collective(total as u64, None, true),
+            None => {
+                let _ = self.alloc_collective(0, None, false);
+                Err(Error::InvalidValue(format!(
+                    "calloc of {count} x {size} bytes overflows"
+                )))
+            }
+        };
+        r.map(|o| o as usize)
+            .inspect_err(|e| tracing::error!("calloc: {e}"))
+    }
+
+    /// Allocates `size` bytes at a multiple of `alignment` (a power of two); returns the heap
+    /// offset.
+    pub fn align_raw(&self, alignment: usize, size: usize) -> Result<usize> {
+        self.alloc_collective(size as u64, Some(alignment as u64), false)
+            .map(|o| o as usize)
+            .inspect_err(|e| tracing::error!("align: {e}"))
+    }
+
+    /// Releases the block that starts at heap offset `offset`. Offsets that do not start an
+    /// allocated block (a double free, an interior pointer) are reported and leave the heap
+    /// unchanged.
+    pub fn free_raw(&self, offset: usize) -> Result<()> {
+        self.free_collective(offset as u64)
+            .inspect_err(|e| tracing::error!("free: {e}"))
+    }
+
+    /// Bytes of the heap free for allocation on this PE, and the largest free block.
+    pub fn heap_free(&self) -> (usize, usize) {
+        let (free, largest) = self.inner.heap.free();
+        (free as usize, largest as usize)
+    }
+
+    /// A view of `len` elements of `T` at heap offset `offset`, for memory allocated through the
+    /// byte-level calls.
+    pub fn view<T: Pod>(&self, offset: usize, len: usize) -> Result<SymSlice<'_, T>> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::InvalidValue("view length overflows".into()))?;
+        self.check_heap_range(offset, bytes)?;
+        if !offset.is_multiple_of(std::mem::align_of::<T>()) {
+            return Err(Error::Misaligned(format!(
+                "heap offset {offset:#x} is not aligned for {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        Ok(SymSlice {
+            inst: self,
+            offset,
+            len,
+            _t: PhantomData,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve;
+
+    #[test]
+    fn ranges_resolve() {
+        assert_eq!(resolve(.., 5), Some((0, 5)));
+        assert_eq!(resolve(1..3, 5), Some((1, 3)));
+        assert_eq!(resolve(2..=4, 5), Some((2, 5)));
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = 3..2;
+        assert_eq!(resolve(backwards, 5), None);
+        assert_eq!(resolve(0..6, 5), None);
+    }
+}
