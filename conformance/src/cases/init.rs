@@ -1,0 +1,297 @@
+//! `init::` — attributes, the instance lifecycle and the bootstrap.
+
+use std::time::Duration;
+
+use shmem::{Attributes, Code, Instance, engine};
+
+use crate::{Case, Ctx, Expect, Failure, MULTI_PES, Outcome, check, check_code, check_eq};
+
+pub(crate) fn cases() -> Vec<Case> {
+    vec![
+        Case::new("init::world_basics", world_basics),
+        Case::new("init::attribute_codes", attribute_codes).pes(&[1, 2]),
+        Case::new("init::repeat_init_is_inner_error", repeat_init),
+        Case::new("init::init_finalize_loop", init_finalize_loop).pes(&[1, 2, 4]),
+        Case::new("init::use_after_finalize_fails", use_after_finalize).pes(&[1, 2]),
+        Case::new("init::missing_pe_is_named", missing_pe_is_named).pes(&[2, 4]),
+        Case::new("init::foreign_secret_is_refused", foreign_secret).pes(&[2]),
+        Case::new(
+            "init::unreachable_address_is_inner_error",
+            unreachable_address,
+        )
+        .pes(&[1]),
+        Case::new("init::hostname_and_ipv6_addresses", hostname_and_ipv6).pes(&[1, 2]),
+        Case::new("init::peer_death_is_detected", peer_death)
+            .pes(MULTI_PES)
+            .expect(Expect::PeKilled { pe: 1 }),
+    ]
+}
+
+fn world_basics(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    check_eq!(inst.my_pe(), ctx.pe);
+    check_eq!(inst.n_pes(), ctx.n_pes);
+    check_eq!(inst.id(), 0);
+    check!(inst.is_initialized());
+    check_eq!(
+        inst.heap_size() as u64,
+        crate::ctx::CASE_HEAP + shmem::EXTRA_SIZE,
+        "heap = local_mem_size + 6 MiB"
+    );
+    check!(!inst.heap_base().is_null());
+    check_eq!(shmem::NAME, "ACLSHMEM v1.1.1");
+    check_eq!(shmem::VERSION, (1, 1));
+    check_eq!(inst.backend_name(), ctx.backend);
+    inst.barrier_all()?;
+    inst.finalize()?;
+    check!(!inst.is_initialized());
+    // A second finalize of the same instance is harmless.
+    inst.finalize()?;
+    Ok(())
+}
+
+fn attribute_codes(ctx: &Ctx) -> Outcome {
+    // Validation happens before any communication, so every PE checks on its own.
+    let ok = ctx.attrs(2 << 20);
+    let cases: Vec<(&str, Attributes, Code)> = vec![
+        (
+            "my_pe < 0",
+            Attributes {
+                my_pe: -1,
+                ..ok.clone()
+            },
+            Code::InvalidValue,
+        ),
+        (
+            "n_pes = 0",
+            Attributes {
+                n_pes: 0,
+                ..ok.clone()
+            },
+            Code::InvalidValue,
+        ),
+        (
+            "n_pes > 16384",
+            Attributes {
+                n_pes: 16385,
+                ..ok.clone()
+            },
+            Code::InvalidValue,
+        ),
+        (
+            "my_pe >= n_pes",
+            Attributes {
+                my_pe: ok.n_pes,
+                ..ok.clone()
+            },
+            Code::InvalidParam,
+        ),
+        (
+            "local_mem_size = 0",
+            Attributes {
+                local_mem_size: 0,
+                ..ok.clone()
+            },
+            Code::InvalidValue,
+        ),
+        (
+            "local_mem_size > 40 GiB",
+            Attributes {
+                local_mem_size: (40 << 30) + (2 << 20),
+                ..ok.clone()
+            },
+            Code::InvalidValue,
+        ),
+        (
+            "local_mem_size not 2 MiB",
+            Attributes {
+                local_mem_size: 3 << 20,
+                ..ok.clone()
+            },
+            Code::InvalidValue,
+        ),
+        (
+            "instance_id > 255",
+            Attributes {
+                instance_id: 256,
+                ..ok.clone()
+            },
+            Code::InvalidValue,
+        ),
+        (
+            "bad ip_port",
+            Attributes {
+                ip_port: "udp://1.2.3.4:5000".into(),
+                ..ok.clone()
+            },
+            Code::InvalidParam,
+        ),
+        (
+            "port <= 1024",
+            Attributes {
+                ip_port: "tcp://127.0.0.1:1024".into(),
+                ..ok.clone()
+            },
+            Code::InvalidParam,
+        ),
+    ];
+    for (what, attrs, code) in cases {
+        match Instance::init(&attrs) {
+            Ok(_) => return Err(Failure(format!("{what}: init succeeded"))),
+            Err(e) => check_eq!(e.code(), code, "{what}: {e}"),
+        }
+    }
+    let mut timeouts = [ok.clone(), ok.clone(), ok.clone()];
+    timeouts[0].options.shm_init_timeout = 0;
+    timeouts[1].options.control_operation_timeout = 0;
+    timeouts[2].options.data_op_engine_type = 0x10 | engine::MTE;
+    for a in &timeouts {
+        check_code!(Instance::init(a), Code::InvalidValue);
+    }
+    // Nothing was created: instance 0 can still be initialised normally.
+    let inst = Instance::init(&ok)?;
+    inst.finalize()?;
+    Ok(())
+}
+
+fn repeat_init(ctx: &Ctx) -> Outcome {
+    let attrs = ctx.attrs(2 << 20);
+    let inst = Instance::init(&attrs)?;
+    // A second init of a live instance fails locally, before any communication.
+    let e = check_code!(Instance::init(&attrs), Code::InnerError);
+    check!(e.to_string().contains("already initialized"), "{e}");
+    // The first instance is unharmed.
+    inst.barrier_all()?;
+    inst.finalize()?;
+    // After finalize the id can be initialised again.
+    let again = Instance::init(&attrs)?;
+    again.barrier_all()?;
+    again.finalize()?;
+    Ok(())
+}
+
+fn init_finalize_loop(ctx: &Ctx) -> Outcome {
+    let attrs = ctx.attrs(2 << 20);
+    for round in 0..ctx.iters(10, 50) {
+        let inst = Instance::init(&attrs).map_err(|e| Failure(format!("round {round}: {e}")))?;
+        let buf = inst.malloc::<u64>(8)?;
+        buf.as_slice()
+            .p(0, round as u64, (ctx.pe + 1) % ctx.n_pes)?;
+        inst.barrier_all()?;
+        check_eq!(buf.as_slice().g(0, ctx.pe)?, round as u64);
+        buf.free()?;
+        inst.finalize()?;
+    }
+    Ok(())
+}
+
+fn use_after_finalize(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let buf = inst.malloc::<u32>(4)?;
+    inst.finalize()?;
+    check_code!(buf.as_slice().put(&[1, 2, 3, 4], 0), Code::NotInited);
+    check_code!(inst.barrier_all(), Code::NotInited);
+    check_code!(inst.malloc::<u8>(16), Code::NotInited);
+    check!(inst.ptr(buf.as_ptr().cast(), 0).is_none());
+    Ok(())
+}
+
+fn missing_pe_is_named(ctx: &Ctx) -> Outcome {
+    let missing = ctx.n_pes - 1;
+    if ctx.pe == missing {
+        // This PE never joins.
+        std::thread::sleep(Duration::from_millis(100));
+        return Ok(());
+    }
+    let mut attrs = ctx.attrs(2 << 20);
+    attrs.options.shm_init_timeout = 2;
+    let start = std::time::Instant::now();
+    let e = check_code!(Instance::init(&attrs), Code::InnerError);
+    check!(
+        start.elapsed() < Duration::from_secs(15),
+        "init took {:?} to give up",
+        start.elapsed()
+    );
+    check!(
+        e.to_string().contains(&missing.to_string()),
+        "the error does not name PE {missing}: {e}"
+    );
+    Ok(())
+}
+
+fn foreign_secret(ctx: &Ctx) -> Outcome {
+    let mut attrs = ctx.attrs(2 << 20);
+    attrs.options.shm_init_timeout = 2;
+    if ctx.pe == 1 {
+        attrs.secret = Some(shmem::Secret([0x5a; 16]));
+        let e = check_code!(Instance::init(&attrs), Code::InnerError);
+        check!(
+            e.to_string().contains("another job"),
+            "the refusal does not say why: {e}"
+        );
+    } else {
+        let e = check_code!(Instance::init(&attrs), Code::InnerError);
+        check!(
+            e.to_string().contains('1'),
+            "PE 0's error does not name PE 1: {e}"
+        );
+    }
+    Ok(())
+}
+
+fn unreachable_address(ctx: &Ctx) -> Outcome {
+    // An address of no interface of this host: PE 0 cannot serve on it (CANN: INNER_ERROR).
+    let mut attrs = Attributes::new(0, 1, "tcp://192.0.2.1:20001", 2 << 20);
+    attrs.options.shm_init_timeout = 1;
+    let _ = ctx;
+    check_code!(Instance::init(&attrs), Code::InnerError);
+    Ok(())
+}
+
+fn hostname_and_ipv6(ctx: &Ctx) -> Outcome {
+    let (first, _) = ctx.ports();
+    let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    let urls = [
+        format!("tcp://localhost:{}", first + 1),
+        format!("tcp6://[::1]:{}", first + 2),
+        format!("tcp://127.0.0.1:{}", first + 3),
+    ];
+    for url in &urls {
+        if url.starts_with("tcp6") && !ipv6 {
+            eprintln!("skipping {url}: this host has no IPv6 loopback");
+            continue;
+        }
+        let mut attrs = Attributes::new(ctx.pe as i32, ctx.n_pes as i32, url, 2 << 20);
+        attrs.options.shm_init_timeout = 20;
+        let inst = Instance::init(&attrs).map_err(|e| Failure(format!("{url}: {e}")))?;
+        inst.barrier_all()?;
+        inst.finalize()?;
+    }
+    Ok(())
+}
+
+fn peer_death(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    inst.barrier_all()?;
+    if ctx.pe == 1 {
+        // Die without a word, as a crashing PE does.
+        crate::cases::kill_self();
+    }
+    let start = std::time::Instant::now();
+    match inst.barrier_all() {
+        Ok(()) => Err(Failure("a barrier completed although PE 1 is dead".into())),
+        Err(shmem::Error::PeerLost { pe, detail }) => {
+            check!(
+                pe == 1,
+                "the error names PE {pe} instead of PE 1 ({detail})"
+            );
+            check!(
+                start.elapsed() < Duration::from_secs(10),
+                "detection took {:?}",
+                start.elapsed()
+            );
+            Ok(())
+        }
+        Err(e) => Err(Failure(format!("expected PeerLost naming PE 1, got {e}"))),
+    }
+}

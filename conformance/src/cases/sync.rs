@@ -1,0 +1,96 @@
+//! `sync::` — barriers.
+
+use crate::{Case, Ctx, Outcome, check_eq};
+
+pub(crate) fn cases() -> Vec<Case> {
+    vec![
+        Case::new("sync::barrier_ring_increment", ring_increment),
+        Case::new("sync::barrier_completes_puts", barrier_completes_puts),
+        Case::new("sync::many_barriers", many_barriers),
+        Case::new("sync::sync_all", sync_all),
+    ]
+}
+
+/// CANN's barrier test: each PE reads its value, barrier, stores value + 1 into the right
+/// neighbour, barrier; after round i every PE holds i.
+fn ring_increment(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let v = inst.calloc::<i32>(1)?;
+    let right = (ctx.pe + 1) % ctx.n_pes;
+    for round in 1..=ctx.iters(3, 100) as i32 {
+        let cur = v.as_slice().g(0, ctx.pe)?;
+        inst.barrier_all()?;
+        v.as_slice().p(0, cur + 1, right)?;
+        inst.barrier_all()?;
+        check_eq!(v.as_slice().g(0, ctx.pe)?, round, "after round {round}");
+    }
+    v.free()?;
+    inst.finalize()?;
+    Ok(())
+}
+
+/// In strict mode non-blocking puts are held back; the barrier must complete them.
+fn barrier_completes_puts(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let n = ctx.n_pes as usize;
+    let table = inst.calloc::<u32>(n)?;
+    let vals: Vec<u32> = vec![ctx.pe + 1000];
+    for round in 0..ctx.iters(5, 50) as u32 {
+        let vals: Vec<u32> = vals.iter().map(|v| v + round).collect();
+        for pe in 0..ctx.n_pes {
+            // SAFETY: `vals` lives until after the barrier, which completes the put.
+            unsafe {
+                inst.put_bytes_nbi(
+                    table.offset() + ctx.pe as usize * 4,
+                    vals.as_ptr().cast(),
+                    4,
+                    pe,
+                )?
+            };
+        }
+        inst.barrier_all()?;
+        let got = table.as_slice().to_vec(ctx.pe)?;
+        check_eq!(
+            got,
+            (0..ctx.n_pes).map(|p| p + 1000 + round).collect::<Vec<_>>(),
+            "round {round}"
+        );
+        inst.barrier_all()?;
+    }
+    table.free()?;
+    inst.finalize()?;
+    Ok(())
+}
+
+fn many_barriers(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let counter = inst.calloc::<u64>(1)?;
+    let rounds = ctx.iters(300, 3000) as u64;
+    for r in 1..=rounds {
+        // PE r % n writes the round into PE 0; after the barrier everyone reads it.
+        if u64::from(ctx.pe) == r % u64::from(ctx.n_pes) {
+            counter.as_slice().p(0, r, 0)?;
+        }
+        inst.barrier_all()?;
+        check_eq!(counter.as_slice().g(0, 0)?, r, "round {r}");
+        inst.barrier_all()?;
+    }
+    counter.free()?;
+    inst.finalize()?;
+    Ok(())
+}
+
+fn sync_all(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let v = inst.calloc::<u32>(1)?;
+    for round in 1..=ctx.iters(20, 200) as u32 {
+        // Blocking puts complete at once; sync_all orders them.
+        v.as_slice().p(0, round, (ctx.pe + 1) % ctx.n_pes)?;
+        inst.sync_all()?;
+        check_eq!(v.as_slice().g(0, ctx.pe)?, round);
+        inst.sync_all()?;
+    }
+    v.free()?;
+    inst.finalize()?;
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! One conformance suite for every backend and PE count.
+//!
+//! A [`Case`] is written once against the `shmem` API. The runner (`tests/sim.rs`, with
+//! `harness = false`) turns every case into one trial per PE count, named
+//! `<area>::<case>::pes<N>` (for example `rma::put_get_all_types::pes4`), and runs each trial as
+//! a real job: N processes of the test binary itself, started by the launcher library. A PE
+//! process finds the case to run in its environment, runs it and exits 0 on success; the
+//! trial passes when every PE passes. A case that needs something absent (a device, Open MPI)
+//! reports *ignored*, never passed.
+//!
+//! Trials run several at a time, but never with more than [`runner::PE_SLOTS`] PEs alive at
+//! once, so an oversubscribed 8-PE case is not made worse by its neighbours. Every trial has a
+//! watchdog. Set `SHMEM_CONFORMANCE_FULL=1` for the heavier matrix (more PE counts, larger
+//! iteration counts).
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod cases;
+mod ctx;
+pub mod runner;
+
+pub use ctx::{CASE_HEAP, Ctx, Failure, Outcome};
+
+/// One conformance case.
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    /// `<area>::<name>`.
+    pub name: &'static str,
+    /// The PE counts it runs with in the fast tier.
+    pub pes: &'static [u32],
+    /// Extra PE counts for the full tier.
+    pub full_pes: &'static [u32],
+    /// Whether the simulator's strict completion mode is on (the suite's default: yes).
+    pub strict: bool,
+    /// Extra environment for every PE.
+    pub env: &'static [(&'static str, &'static str)],
+    /// How the job must end.
+    pub expect: Expect,
+    /// The watchdog, in seconds.
+    pub timeout_secs: u64,
+    /// The body, run on every PE.
+    pub run: fn(&Ctx) -> Outcome,
+}
+
+/// How a case's job must end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Every PE exits 0.
+    AllPass,
+    /// PE `pe` is killed by SIGKILL (the case kills it) and every other PE exits 0 on its own:
+    /// the launcher must not stop them, since they are checking how they notice the death.
+    PeKilled {
+        /// The PE that dies.
+        pe: u32,
+    },
+}
+
+/// The PE counts of the suite: 1, 2, 4 and an oversubscribed 8.
+pub const STANDARD_PES: &[u32] = &[1, 2, 4, 8];
+/// At least two PEs.
+pub const MULTI_PES: &[u32] = &[2, 4, 8];
+
+impl Case {
+    /// A case that runs on [`STANDARD_PES`] with the defaults.
+    pub const fn new(name: &'static str, run: fn(&Ctx) -> Outcome) -> Case {
+        Case {
+            name,
+            pes: STANDARD_PES,
+            full_pes: &[3, 5],
+            strict: true,
+            env: &[],
+            expect: Expect::AllPass,
+            timeout_secs: 60,
+            run,
+        }
+    }
+
+    /// The same case on other PE counts.
+    pub const fn pes(self, pes: &'static [u32]) -> Case {
+        Case { pes, ..self }
+    }
+
+    /// The same case with other full-tier PE counts.
+    pub const fn full_pes(self, full_pes: &'static [u32]) -> Case {
+        Case { full_pes, ..self }
+    }
+
+    /// The same case without strict completion.
+    pub const fn relaxed(self) -> Case {
+        Case {
+            strict: false,
+            ..self
+        }
+    }
+
+    /// The same case with extra environment.
+    pub const fn env(self, env: &'static [(&'static str, &'static str)]) -> Case {
+        Case { env, ..self }
+    }
+
+    /// The same case with another expectation.
+    pub const fn expect(self, expect: Expect) -> Case {
+        Case { expect, ..self }
+    }
+
+    /// The same case with another watchdog.
+    pub const fn timeout(self, timeout_secs: u64) -> Case {
+        Case {
+            timeout_secs,
+            ..self
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! The conformance runner: trials for libtest-mimic in the test process, and the PE side in
+//! the processes it launches.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use shmem_sim::launcher::{Job, JobReport, Output, PeEnd};
+
+use crate::{Case, Ctx, Expect, cases};
+
+/// The most PEs alive at once across all running trials.
+pub const PE_SLOTS: u32 = 8;
+/// The variable that tells a launched process which case to run.
+pub const CASE_VAR: &str = "SHMEM_CONFORMANCE_CASE";
+/// The variable with the trial's port block, `first:count`.
+pub const PORTS_VAR: &str = "SHMEM_CONFORMANCE_PORTS";
+/// Set to `1` for the full tier.
+pub const FULL_VAR: &str = "SHMEM_CONFORMANCE_FULL";
+/// The variable naming the backend under test.
+pub const BACKEND_VAR: &str = "SHMEM_BACKEND";
+
+/// Ports handed out to trials: blocks of `PORT_BLOCK` in `[PORT_BASE, PORT_BASE + PORT_SPAN)`,
+/// below Linux's ephemeral range so no client connection can take one.
+const PORT_BASE: u16 = 20000;
+const PORT_SPAN: u16 = 12000;
+const PORT_BLOCK: u16 = 300;
+
+fn full_tier() -> bool {
+    matches!(
+        std::env::var(FULL_VAR).as_deref(),
+        Ok("1" | "true" | "yes" | "on")
+    )
+}
+
+/// The entry point of a conformance test binary for `backend`.
+pub fn main(backend: &'static str) -> ! {
+    if let Ok(name) = std::env::var(CASE_VAR) {
+        run_pe(&name, backend)
+    }
+    let mut args = Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = Some(4);
+    }
+    libtest_mimic::run(&args, trials(backend)).exit()
+}
+
+/// Runs case `name` on this PE and exits: 0 on success, 1 on a failed check, 101 on a panic.
+fn run_pe(name: &str, backend: &'static str) -> ! {
+    let Some(case) = cases::all().into_iter().find(|c| c.name == name) else {
+        eprintln!("no conformance case named {name}");
+        std::process::exit(2)
+    };
+    let var = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+    let (Some(pe), Some(n)) = (var("SHMEMRUN_PE"), var("SHMEMRUN_NPES")) else {
+        eprintln!("a conformance PE must be started by the launcher");
+        std::process::exit(2)
+    };
+    let ports = std::env::var(PORTS_VAR)
+        .ok()
+        .and_then(|v| {
+            let (a, b) = v.split_once(':')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .unwrap_or((PORT_BASE, PORT_BLOCK));
+    let ctx = Ctx::new(pe, n, backend, full_tier(), ports);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (case.run)(&ctx)));
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    match result {
+        Ok(Ok(())) => std::process::exit(0),
+        Ok(Err(f)) => {
+            eprintln!("PE {pe}/{n}: {f}");
+            std::process::exit(1)
+        }
+        Err(_) => {
+            eprintln!("PE {pe}/{n}: the case panicked");
+            std::process::exit(101)
+        }
+    }
+}
+
+/// Every trial of the suite for `backend`.
+pub fn trials(backend: &'static str) -> Vec<Trial> {
+    let full = full_tier();
+    let mut out = Vec::new();
+    for case in cases::all() {
+        let mut counts: Vec<u32> = case.pes.to_vec();
+        if full {
+            counts.extend(
+                case.full_pes
+                    .iter()
+                    .copied()
+                    .filter(|n| !case.pes.contains(n)),
+            );
+        }
+        for n in counts {
+            out.push(
+                Trial::test(format!("{}::pes{n}", case.name), move || {
+                    run_trial(case, n, backend)
+                })
+                .with_kind(backend),
+            );
+        }
+    }
+    out
+}
+
+/// Counting semaphore over PE slots.
+struct Slots {
+    free: Mutex<u32>,
+    cv: Condvar,
+}
+
+static SLOTS: Slots = Slots {
+    free: Mutex::new(PE_SLOTS),
+    cv: Condvar::new(),
+};
+
+struct SlotGuard(u32);
+
+impl Slots {
+    fn acquire(&'static self, n: u32) -> SlotGuard {
+        let n = n.min(PE_SLOTS);
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        while *free < n {
+            free = self.cv.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+        *free -= n;
+        SlotGuard(n)
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        *SLOTS.free.lock().unwrap_or_else(|p| p.into_inner()) += self.0;
+        SLOTS.cv.notify_all();
+    }
+}
+
+fn next_ports() -> (u16, u16) {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let blocks = (PORT_SPAN / PORT_BLOCK) as usize;
+    // Offset by the process id so that two suites started at once rarely share blocks.
+    let k = (NEXT.fetch_add(1, Ordering::Relaxed) + std::process::id() as usize) % blocks;
+    (PORT_BASE + k as u16 * PORT_BLOCK, PORT_BLOCK)
+}
+
+fn run_trial(case: Case, n: u32, backend: &'static str) -> Result<(), Failed> {
+    let _slots = SLOTS.acquire(n);
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+    let (first, count) = next_ports();
+    let mut job = Job::new(&exe)
+        .n_pes(n)
+        .env(CASE_VAR, case.name)
+        .env(PORTS_VAR, format!("{first}:{count}"))
+        .env(BACKEND_VAR, backend)
+        .env("SHMEM_SIM_STRICT", if case.strict { "1" } else { "0" })
+        .env("SHMEM_TIMEOUT", "30")
+        .env("RUST_BACKTRACE", "1")
+        .timeout(Duration::from_secs(case.timeout_secs))
+        .output(Output::Capture)
+        .quiet(true);
+    for (k, v) in case.env {
+        job = job.env(k, v);
+    }
+    if let Expect::PeKilled { .. } = case.expect {
+        job = job.keep_going(true);
+    }
+    let report = job
+        .run()
+        .map_err(|e| format!("could not launch the trial: {e}"))?;
+    judge(&case, &report).map_err(|why| Failed::from(describe(&why, &report)))
+}
+
+fn judge(case: &Case, report: &JobReport) -> Result<(), String> {
+    match case.expect {
+        Expect::AllPass => {
+            if report.success() && report.pes.iter().all(|p| p.end == PeEnd::Exited(0)) {
+                Ok(())
+            } else {
+                Err(report
+                    .failure
+                    .clone()
+                    .unwrap_or_else(|| format!("the job exited with {}", report.exit_code)))
+            }
+        }
+        Expect::PeKilled { pe } => {
+            for p in &report.pes {
+                let ok = if p.pe == pe {
+                    matches!(p.end, PeEnd::Signaled(s) if s.0 == 9)
+                } else {
+                    p.end == PeEnd::Exited(0)
+                };
+                if !ok {
+                    return Err(format!(
+                        "expected PE {pe} killed by SIGKILL and the others to exit 0; {p}"
+                    ));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn describe(why: &str, report: &JobReport) -> String {
+    let mut s = format!("{why}\n");
+    for p in &report.pes {
+        s.push_str(&format!("  {p}\n"));
+    }
+    for o in &report.outputs {
+        let failed = report
+            .pes
+            .get(o.pe as usize)
+            .is_none_or(|p| !matches!(p.end, PeEnd::Exited(0)));
+        if !failed && report.outputs.len() > 1 {
+            continue;
+        }
+        for (name, text) in [("stdout", o.stdout_text()), ("stderr", o.stderr_text())] {
+            let lines: Vec<&str> = text.lines().collect();
+            if lines.is_empty() {
+                continue;
+            }
+            s.push_str(&format!("  --- PE {} {name} (last lines) ---\n", o.pe));
+            for l in &lines[lines.len().saturating_sub(40)..] {
+                s.push_str(&format!("  {l}\n"));
+            }
+        }
+    }
+    s
+}
