@@ -3,7 +3,9 @@
 use std::any::Any;
 use std::ptr::NonNull;
 
-use crate::{AmoOp, Pe, Profile, Signal, Strided, Transport, TransportError, WaitCtl, Width};
+use crate::{
+    AmoOp, Pe, Profile, Signal, Strided, Transport, TransportError, WaitCtl, Watch, Width,
+};
 
 /// A completion queue of some transport, behind a trait object.
 pub trait DynQueue: Any + Send + Sync {
@@ -131,6 +133,7 @@ pub trait DynTransport: Send + Sync {
     fn load(&self, offset: usize, width: Width) -> Result<u64, TransportError>;
     fn wait_local(
         &self,
+        watch: Watch,
         pred: &mut dyn FnMut() -> bool,
         ctl: &WaitCtl<'_>,
     ) -> Result<(), TransportError>;
@@ -305,10 +308,11 @@ impl<T: Transport> DynTransport for T {
     }
     fn wait_local(
         &self,
+        watch: Watch,
         pred: &mut dyn FnMut() -> bool,
         ctl: &WaitCtl<'_>,
     ) -> Result<(), TransportError> {
-        Transport::wait_local(self, pred, ctl)
+        Transport::wait_local(self, watch, pred, ctl)
     }
 }
 

@@ -32,7 +32,7 @@ pub use dyn_transport::{DynQueue, DynTransport};
 pub use error::TransportError;
 pub use ops::{AmoOp, Cmp, Scalar, ScalarKind, SignalOp, Width};
 pub use profile::{Capabilities, Limits, Profile};
-pub use transport::{Exchange, SegmentSpec, Signal, Strided, Transport, WaitCtl};
+pub use transport::{Exchange, SegmentSpec, Signal, Strided, Transport, WaitCtl, Watch};
 
 /// A PE number inside one instance (`0..n_pes`).
 pub type Pe = u32;

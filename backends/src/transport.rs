@@ -76,6 +76,32 @@ impl Strided {
     }
 }
 
+/// The bytes of this PE's segment that a wait's predicate reads: writers to other bytes need
+/// not wake the waiter. [`Watch::ANY`] makes every write to the segment wake it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Watch {
+    /// The first byte read.
+    pub offset: usize,
+    /// How many bytes, from `offset`, are read.
+    pub len: usize,
+}
+
+impl Watch {
+    /// Every byte of the segment.
+    pub const ANY: Watch = Watch {
+        offset: 0,
+        len: usize::MAX,
+    };
+
+    /// The `width` bytes at `offset`.
+    pub const fn word(offset: usize, width: crate::Width) -> Watch {
+        Watch {
+            offset,
+            len: width.bytes(),
+        }
+    }
+}
+
 /// How a [`Transport::wait_local`] call may end early: at a deadline, or when the core's liveness
 /// check reports that a peer or the job is gone.
 pub struct WaitCtl<'a> {
@@ -290,11 +316,14 @@ pub trait Transport: Send + Sync + Sized + 'static {
 
     /// Loads the `width` word at `offset` of this PE's own segment (with acquire ordering).
     fn load(&self, offset: usize, width: Width) -> Result<u64, TransportError>;
-    /// Blocks until `pred` returns true. `pred` reads this PE's segment (typically through
-    /// [`Transport::load`]); the transport re-evaluates it whenever a peer may have written to
-    /// the segment, and follows its wait policy between evaluations.
+    /// Blocks until `pred` returns true. `pred` reads the bytes `watch` names of this PE's
+    /// segment (typically through [`Transport::load`]); the transport re-evaluates it whenever
+    /// a peer may have written to them, and follows its wait policy between evaluations. Bytes
+    /// changed by direct stores through [`Transport::segment_ptr`] are noticed within a bounded
+    /// time (the simulator re-checks at least every 10 ms).
     fn wait_local(
         &self,
+        watch: Watch,
         pred: &mut dyn FnMut() -> bool,
         ctl: &WaitCtl<'_>,
     ) -> Result<(), TransportError>;

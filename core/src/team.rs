@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use shmem_backend::{
-    Cmp, DynQueue, DynTransport, Pe, ScalarKind, Signal, SignalOp, WaitCtl, Width,
+    Cmp, DynQueue, DynTransport, Pe, ScalarKind, Signal, SignalOp, WaitCtl, Watch, Width,
 };
 
 use crate::error::Result;
@@ -104,6 +104,7 @@ impl TeamState {
         if children > 0 {
             let want = e * u64::from(children);
             t.wait_local(
+                Watch::word(arrive, Width::W64),
                 &mut || {
                     ScalarKind::U64.compare(Cmp::Ge, t.load(arrive, Width::W64).unwrap_or(0), want)
                 },
@@ -123,6 +124,7 @@ impl TeamState {
                 },
             )?;
             t.wait_local(
+                Watch::word(release, Width::W64),
                 &mut || {
                     ScalarKind::U64.compare(Cmp::Ge, t.load(release, Width::W64).unwrap_or(0), e)
                 },

@@ -6,7 +6,7 @@ use std::sync::atomic::{Ordering, fence};
 
 use shmem_backend::{
     AmoOp, Capabilities, Exchange, Limits, Pe, Profile, SegmentSpec, Signal, Strided, Transport,
-    TransportError, WaitCtl, Width,
+    TransportError, WaitCtl, Watch, Width,
 };
 
 use crate::access;
@@ -231,12 +231,15 @@ impl SimTransport {
                 // SAFETY: `dst` was bounds-checked against `pe`'s mapping when the operation was
                 // issued; `src` is valid per the issuing call's contract.
                 unsafe { access::copy(dst, src, len) };
+                let (mut lo, mut hi) = (dst as usize, dst as usize + len);
                 if let Some((sig, width, op, value)) = signal {
                     // SAFETY: checked and aligned when issued; the release store orders it
                     // after the data.
                     unsafe { access::signal(sig, width, op, value) };
+                    lo = lo.min(sig as usize);
+                    hi = hi.max(sig as usize + width.bytes());
                 }
-                self.segments.control(pe).notify();
+                self.notify(pe, lo as *const u8, hi - lo);
             }
             Deferred::Get { dst, src, len } => {
                 // SAFETY: `src` was bounds-checked when issued; `dst` is valid per the contract.
@@ -256,10 +259,17 @@ impl SimTransport {
                     unsafe { access::write_value(fetch, width, old) };
                 }
                 if op.writes() {
-                    self.segments.control(pe).notify();
+                    self.notify(pe, addr, width.bytes());
                 }
             }
         }
+    }
+
+    /// Wakes `pe`'s sleepers that watch the `len` bytes at `addr` (an address in its slot).
+    #[inline]
+    fn notify(&self, pe: Pe, addr: *const u8, len: usize) {
+        let offset = addr as usize - self.segments.slot(pe).as_ptr() as usize;
+        self.segments.control(pe).notify(offset, len);
     }
 
     /// Issues a non-blocking operation: performed now, or held in strict mode.
@@ -360,7 +370,7 @@ impl Transport for SimTransport {
         self.before_blocking(q, pe);
         // SAFETY: `to..to+len` was bounds-checked against `pe`'s mapping.
         unsafe { std::ptr::write_bytes(to, byte, len) };
-        self.segments.control(pe).notify();
+        self.notify(pe, to, len);
         Ok(())
     }
 
@@ -432,7 +442,11 @@ impl Transport for SimTransport {
                 access::copy(d, s, elem_size);
             }
         }
-        self.segments.control(pe).notify();
+        if let Some((lo, hi)) = dst.span(elem_size, nelems) {
+            self.segments
+                .control(pe)
+                .notify(lo as usize, (hi - lo) as usize);
+        }
         Ok(())
     }
 
@@ -477,7 +491,7 @@ impl Transport for SimTransport {
         // SAFETY: bounds-checked and aligned above.
         let old = unsafe { access::amo(addr, width, op) };
         if op.writes() {
-            self.segments.control(pe).notify();
+            self.notify(pe, addr, width.bytes());
         }
         Ok(old)
     }
@@ -511,7 +525,7 @@ impl Transport for SimTransport {
         self.before_blocking(q, pe);
         // SAFETY: bounds-checked and aligned above.
         unsafe { access::signal(addr, sig.width, sig.op, sig.value) };
-        self.segments.control(pe).notify();
+        self.notify(pe, addr, sig.width.bytes());
         Ok(())
     }
 
@@ -585,9 +599,16 @@ impl Transport for SimTransport {
 
     fn wait_local(
         &self,
+        watch: Watch,
         pred: &mut dyn FnMut() -> bool,
         ctl: &WaitCtl<'_>,
     ) -> Result<(), TransportError> {
-        wait_until(self.segments.control(self.my_pe), self.phases, pred, ctl)
+        wait_until(
+            self.segments.control(self.my_pe),
+            watch,
+            self.phases,
+            pred,
+            ctl,
+        )
     }
 }

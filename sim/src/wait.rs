@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use shmem_backend::{TransportError, WaitCtl};
+use shmem_backend::{TransportError, WaitCtl, Watch};
 
 use crate::control::Control;
 use crate::settings::WaitPhases;
@@ -11,6 +11,7 @@ use crate::settings::WaitPhases;
 /// Blocks until `pred` holds, the deadline passes, or the liveness check fails.
 pub(crate) fn wait_until(
     control: &Control,
+    watch: Watch,
     phases: WaitPhases,
     pred: &mut dyn FnMut() -> bool,
     ctl: &WaitCtl<'_>,
@@ -58,7 +59,12 @@ pub(crate) fn wait_until(
             chunk = chunk.min(deadline - now);
         }
         (ctl.liveness)()?;
-        control.sleep(chunk.max(Duration::from_micros(1)), &mut || !pred());
+        control.sleep(
+            watch.offset,
+            watch.len,
+            chunk.max(Duration::from_micros(1)),
+            &mut || !pred(),
+        );
         if pred() {
             return Ok(());
         }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use shmem_backend::{
     AmoOp, Cmp, Exchange, Pe, ScalarKind, SegmentSpec, Signal, SignalOp, Strided, Transport,
-    TransportError, WaitCtl, Width,
+    TransportError, WaitCtl, Watch, Width,
 };
 use shmem_sim::{SimSettings, SimTransport, WaitPolicy};
 
@@ -276,6 +276,7 @@ fn signals_wake_a_sleeping_waiter() {
                 )
                 .unwrap();
                 t.wait_local(
+                    Watch::word(512, Width::W32),
                     &mut || {
                         ScalarKind::U32.compare(Cmp::Ge, t.load(512, Width::W32).unwrap(), round)
                     },
@@ -284,6 +285,7 @@ fn signals_wake_a_sleeping_waiter() {
                 .unwrap();
             } else {
                 t.wait_local(
+                    Watch::word(512, Width::W32),
                     &mut || {
                         ScalarKind::U32.compare(Cmp::Ge, t.load(512, Width::W32).unwrap(), round)
                     },
@@ -322,6 +324,7 @@ fn a_wait_times_out_and_a_liveness_failure_ends_it() {
         |_pe, t, _b| {
             let start = Instant::now();
             let r = t.wait_local(
+                Watch::ANY,
                 &mut || false,
                 &WaitCtl::new(Some(Instant::now() + Duration::from_millis(50)), "nothing"),
             );
@@ -334,6 +337,7 @@ fn a_wait_times_out_and_a_liveness_failure_ends_it() {
                 })
             };
             let r = t.wait_local(
+                Watch::ANY,
                 &mut || false,
                 &WaitCtl {
                     deadline: None,
