@@ -337,7 +337,16 @@ impl Supervisor<'_> {
                         (_, false, Termination::Exited(code)) => PeEnd::Exited(code),
                         (_, false, Termination::Signaled(sig)) => PeEnd::Signaled(sig),
                     });
-                    if failed.is_none() && !how.success() {
+                    // Of the failures seen in one pass (their order is unknown), a death by
+                    // signal is the likelier cause: PEs that exit non-zero at the same moment
+                    // are usually reacting to it (they noticed the dead peer).
+                    let signalled = matches!(how, Termination::Signaled(_));
+                    let better = match failed {
+                        None => !how.success(),
+                        Some((_, _, Termination::Exited(_))) => signalled,
+                        Some(_) => false,
+                    };
+                    if better {
                         failed = Some((p.pe, p.pid, how));
                     }
                 }
