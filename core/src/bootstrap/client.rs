@@ -258,11 +258,6 @@ impl Client {
         }
     }
 
-    /// The alarm recorded so far, if any.
-    pub(crate) fn alarm(&self) -> Option<&Alarm> {
-        self.alarm.get()
-    }
-
     fn raise(&self, a: Alarm) {
         if self.alarm.set(a.clone()).is_ok() {
             match &a {
@@ -598,6 +593,7 @@ impl Client {
         }
     }
 
+    #[cfg(test)]
     fn check_key(key: &str) -> Result<(), BootstrapError> {
         if key.len() > wire::MAX_KEY {
             return Err(BootstrapError::Invalid(format!(
@@ -609,6 +605,7 @@ impl Client {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Inserts or overwrites a key.
     pub(crate) fn set(
         &self,
@@ -635,6 +632,7 @@ impl Client {
         }
     }
 
+    #[cfg(test)]
     /// Reads a key; `wait_ms` as in the wire protocol.
     pub(crate) fn get(
         &self,
@@ -657,6 +655,7 @@ impl Client {
         }
     }
 
+    #[cfg(test)]
     /// Adds to a counter.
     pub(crate) fn add(
         &self,
@@ -679,6 +678,7 @@ impl Client {
         }
     }
 
+    #[cfg(test)]
     /// Deletes a key; `Ok(false)` if it was absent.
     pub(crate) fn remove(
         &self,

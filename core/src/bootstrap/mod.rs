@@ -14,7 +14,6 @@
 //!
 //! Dropping a [`StoreBootstrap`] without [`Bootstrap::finalize`] is treated like the death
 //! of the process: the peers see this PE as lost (and, for PE 0, the server stops at once).
-#![allow(dead_code)] // used by the instance layer
 
 pub(crate) mod client;
 pub(crate) mod server;
@@ -184,20 +183,10 @@ fn reply_grace(t: Duration) -> Duration {
 
 /// The operations the rest of the crate needs from a bootstrap.
 pub(crate) trait Bootstrap: Send + Sync {
-    /// This PE's rank.
-    fn my_pe(&self) -> u32;
-    /// Number of PEs.
-    fn n_pes(&self) -> u32;
     /// Waits until every PE has entered the barrier (bounded by the operation timeout).
     fn barrier(&self) -> Result<(), BootstrapError>;
     /// Every PE's `mine`, indexed by PE (lengths may differ between PEs).
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError>;
-    /// Inserts or overwrites a key.
-    fn set(&self, key: &str, value: &[u8]) -> Result<(), BootstrapError>;
-    /// Reads a key; `None` fails at once if it is absent, `Some(d)` waits up to `d` for it.
-    fn get(&self, key: &str, wait: Option<Duration>) -> Result<Vec<u8>, BootstrapError>;
-    /// Adds `delta` to a decimal counter (created at 0) and returns the new value.
-    fn add(&self, key: &str, delta: i64) -> Result<i64, BootstrapError>;
     /// Non-blocking: Err if a peer was lost, the server is gone, or someone called
     /// global_exit. Cheap (an atomic load, plus one non-blocking read when no request is in
     /// flight); safe to call from any thread at any time, also while another thread is
@@ -303,16 +292,7 @@ impl StoreBootstrap {
         Ok(me)
     }
 
-    /// The server's address.
-    pub(crate) fn url(&self) -> &BootstrapUrl {
-        &self.url
-    }
-
-    /// The instance id.
-    pub(crate) fn instance_id(&self) -> u64 {
-        self.instance_id
-    }
-
+    #[cfg(test)]
     /// Where PE 0's server listens (PE 0 only, while it runs).
     pub(crate) fn server_addr(&self) -> Option<SocketAddr> {
         self.server
@@ -322,6 +302,35 @@ impl StoreBootstrap {
             .map(ServerHandle::local_addr)
     }
 
+    #[cfg(test)]
+    /// Inserts or overwrites a key.
+    pub(crate) fn set(&self, key: &str, value: &[u8]) -> Result<(), BootstrapError> {
+        self.client.set(key, value, self.op_deadline())
+    }
+
+    #[cfg(test)]
+    /// Reads a key; `None` fails at once if it is absent, `Some(d)` waits up to `d` for it.
+    pub(crate) fn get(&self, key: &str, wait: Option<Duration>) -> Result<Vec<u8>, BootstrapError> {
+        let (wait_ms, deadline) = match wait {
+            None => (0, self.op_deadline()),
+            Some(d) => {
+                let ms = u64::try_from(d.as_millis()).unwrap_or(wire::WAIT_FOREVER);
+                let deadline = d
+                    .checked_add(reply_grace(self.op_timeout))
+                    .and_then(|t| Instant::now().checked_add(t));
+                (ms, deadline)
+            }
+        };
+        self.client.get(key, wait_ms, deadline)
+    }
+
+    #[cfg(test)]
+    /// Adds `delta` to a decimal counter (created at 0) and returns the new value.
+    pub(crate) fn add(&self, key: &str, delta: i64) -> Result<i64, BootstrapError> {
+        self.client.add(key, delta, self.op_deadline())
+    }
+
+    #[cfg(test)]
     /// Deletes a key; `Ok(false)` if it was absent.
     pub(crate) fn remove(&self, key: &str) -> Result<bool, BootstrapError> {
         self.client.remove(key, self.op_deadline())
@@ -354,42 +363,12 @@ impl StoreBootstrap {
 }
 
 impl Bootstrap for StoreBootstrap {
-    fn my_pe(&self) -> u32 {
-        self.my_pe
-    }
-
-    fn n_pes(&self) -> u32 {
-        self.n_pes
-    }
-
     fn barrier(&self) -> Result<(), BootstrapError> {
         self.client.barrier("barrier", self.op_deadline())
     }
 
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
         self.client.allgather(mine, self.op_deadline())
-    }
-
-    fn set(&self, key: &str, value: &[u8]) -> Result<(), BootstrapError> {
-        self.client.set(key, value, self.op_deadline())
-    }
-
-    fn get(&self, key: &str, wait: Option<Duration>) -> Result<Vec<u8>, BootstrapError> {
-        let (wait_ms, deadline) = match wait {
-            None => (0, self.op_deadline()),
-            Some(d) => {
-                let ms = u64::try_from(d.as_millis()).unwrap_or(wire::WAIT_FOREVER);
-                let deadline = d
-                    .checked_add(reply_grace(self.op_timeout))
-                    .and_then(|t| Instant::now().checked_add(t));
-                (ms, deadline)
-            }
-        };
-        self.client.get(key, wait_ms, deadline)
-    }
-
-    fn add(&self, key: &str, delta: i64) -> Result<i64, BootstrapError> {
-        self.client.add(key, delta, self.op_deadline())
     }
 
     fn check_alive(&self) -> Result<(), BootstrapError> {

@@ -123,6 +123,7 @@ fn prepare_listener(l: &TcpListener) -> Result<(), BootstrapError> {
 /// Owner's handle on a running server thread. Dropping it stops the server.
 #[derive(Debug)]
 pub(crate) struct ServerHandle {
+    #[cfg_attr(not(test), allow(dead_code))]
     addr: SocketAddr,
     instance_id: u64,
     /// Write end of the stop pipe; closing it wakes the loop with a hang-up.
@@ -169,6 +170,7 @@ impl ServerHandle {
         })
     }
 
+    #[cfg(test)]
     /// The address the server listens on.
     pub(crate) fn local_addr(&self) -> SocketAddr {
         self.addr

@@ -94,7 +94,7 @@ fn on_all<T: Send + 'static>(
 
 fn finalize_all(pes: Vec<StoreBootstrap>) {
     for (bs, r) in on_all(pes, |bs| bs.finalize()) {
-        r.unwrap_or_else(|e| panic!("finalize of PE {}: {e}", bs.my_pe()));
+        r.unwrap_or_else(|e| panic!("finalize of PE {}: {e}", bs.my_pe));
     }
 }
 
@@ -117,7 +117,7 @@ fn barrier_and_allgather_1_2_4_8() {
             for round in 0..rounds {
                 bs.barrier().map_err(|e| e.to_string())?;
                 let all = bs
-                    .allgather(&payload(bs.my_pe(), round))
+                    .allgather(&payload(bs.my_pe, round))
                     .map_err(|e| e.to_string())?;
                 if all.len() != n as usize {
                     return Err(format!("{} entries", all.len()));
@@ -129,7 +129,7 @@ fn barrier_and_allgather_1_2_4_8() {
                 }
             }
             // One large contribution (1 MiB per PE) and an empty one.
-            let big = vec![bs.my_pe() as u8; 1 << 20];
+            let big = vec![bs.my_pe as u8; 1 << 20];
             let all = bs.allgather(&big).map_err(|e| e.to_string())?;
             if all
                 .iter()
@@ -146,7 +146,7 @@ fn barrier_and_allgather_1_2_4_8() {
         });
         let mut pes = Vec::new();
         for (bs, r) in results {
-            r.unwrap_or_else(|e| panic!("n={n} PE {}: {e}", bs.my_pe()));
+            r.unwrap_or_else(|e| panic!("n={n} PE {}: {e}", bs.my_pe));
             pes.push(bs);
         }
         finalize_all(pes);
@@ -160,7 +160,7 @@ fn key_value_set_get_wait_add_remove() {
     let pes = job(&url, Some(l), 3);
     let results = on_all(pes, |bs| -> Result<(), String> {
         let e = |e: BootstrapError| e.to_string();
-        let me = bs.my_pe();
+        let me = bs.my_pe;
         bs.set(&format!("pe{me}"), format!("hello from {me}").as_bytes())
             .map_err(e)?;
         bs.barrier().map_err(e)?;
@@ -254,7 +254,7 @@ fn key_value_set_get_wait_add_remove() {
     });
     let mut pes = Vec::new();
     for (bs, r) in results {
-        r.unwrap_or_else(|e| panic!("PE {}: {e}", bs.my_pe()));
+        r.unwrap_or_else(|e| panic!("PE {}: {e}", bs.my_pe));
         pes.push(bs);
     }
     finalize_all(pes);
@@ -270,7 +270,7 @@ fn threads_of_one_pe_share_it() {
                 .map(|t| {
                     s.spawn(move || -> Result<(), String> {
                         for i in 0..50 {
-                            let key = format!("pe{}-t{t}-{i}", bs.my_pe());
+                            let key = format!("pe{}-t{t}-{i}", bs.my_pe);
                             bs.set(&key, key.as_bytes()).map_err(|e| e.to_string())?;
                             if bs.get(&key, None).map_err(|e| e.to_string())? != key.as_bytes() {
                                 return Err(key);
@@ -295,7 +295,7 @@ fn threads_of_one_pe_share_it() {
     });
     let mut pes = Vec::new();
     for (bs, r) in results {
-        r.unwrap_or_else(|e| panic!("PE {}: {e}", bs.my_pe()));
+        r.unwrap_or_else(|e| panic!("PE {}: {e}", bs.my_pe));
         pes.push(bs);
     }
     finalize_all(pes);
@@ -561,10 +561,10 @@ fn later_collective_timeout_names_the_missing_pes() {
                 assert!(
                     m.contains("PE 2 never arrived at barrier #2"),
                     "PE {}: {m}",
-                    bs.my_pe()
+                    bs.my_pe
                 );
             }
-            other => panic!("PE {}: {other:?}", bs.my_pe()),
+            other => panic!("PE {}: {other:?}", bs.my_pe),
         }
     }
     // The straggler gets the same verdict for the same collective, at once.
@@ -575,12 +575,12 @@ fn later_collective_timeout_names_the_missing_pes() {
     let mut pes: Vec<StoreBootstrap> = results.into_iter().map(|(bs, _)| bs).collect();
     pes.push(pe2);
     let mut back = Vec::new();
-    for (bs, r) in on_all(pes, |bs| bs.allgather(&[bs.my_pe() as u8])) {
+    for (bs, r) in on_all(pes, |bs| bs.allgather(&[bs.my_pe as u8])) {
         assert_eq!(
             r.expect("allgather"),
             vec![vec![0], vec![1], vec![2]],
             "PE {}",
-            bs.my_pe()
+            bs.my_pe
         );
         back.push(bs);
     }
@@ -592,7 +592,7 @@ fn mismatched_collectives_are_protocol_errors() {
     let (l, url) = prebound();
     let pes = job(&url, Some(l), 2);
     let results = on_all(pes, |bs| {
-        if bs.my_pe() == 0 {
+        if bs.my_pe == 0 {
             bs.barrier()
         } else {
             bs.allgather(b"x").map(|_| ())
@@ -604,10 +604,10 @@ fn mismatched_collectives_are_protocol_errors() {
                 assert!(
                     m.contains("barrier") && m.contains("allgather"),
                     "PE {}: {m}",
-                    bs.my_pe()
+                    bs.my_pe
                 )
             }
-            other => panic!("PE {}: {other:?}", bs.my_pe()),
+            other => panic!("PE {}: {other:?}", bs.my_pe),
         }
     }
     finalize_all(results.into_iter().map(|(bs, _)| bs).collect());
@@ -650,10 +650,10 @@ fn lost_peer_fails_pending_barrier_and_check_alive() {
                     assert!(
                         m.starts_with("PE 2 was lost"),
                         "PE {} {what}: {m}",
-                        bs.my_pe()
+                        bs.my_pe
                     );
                 }
-                other => panic!("PE {} {what}: {other:?}", bs.my_pe()),
+                other => panic!("PE {} {what}: {other:?}", bs.my_pe),
             }
         }
     }
@@ -665,7 +665,7 @@ fn lost_peer_fails_pending_barrier_and_check_alive() {
         assert!(
             matches!(r, Err(BootstrapError::PeerLost { pe: 2, .. })),
             "PE {}: {r:?}",
-            bs.my_pe()
+            bs.my_pe
         );
     }
     assert!(
@@ -699,16 +699,16 @@ fn server_death_is_server_lost() {
                     assert!(
                         err.to_string().contains("PE 0"),
                         "PE {} {what}: {err}",
-                        bs.my_pe()
+                        bs.my_pe
                     )
                 }
-                other => panic!("PE {} {what}: {other:?}", bs.my_pe()),
+                other => panic!("PE {} {what}: {other:?}", bs.my_pe),
             }
         }
         assert!(
             matches!(later, Err(BootstrapError::ServerLost { .. })),
             "PE {}: {later:?}",
-            bs.my_pe()
+            bs.my_pe
         );
         // Finalize fails fast, it does not hang.
         let t = Instant::now();
@@ -768,7 +768,7 @@ fn global_exit_reaches_the_others() {
         assert!(
             matches!(r, Err(BootstrapError::GlobalExit { pe: 2, status: 7 })),
             "PE {}: {r:?}",
-            bs.my_pe()
+            bs.my_pe
         );
     }
 }
@@ -821,12 +821,12 @@ fn finalize_then_init_again_on_the_same_port() {
     for round in 0..20u8 {
         let pes = job(&url, None, 3);
         let mut back = Vec::new();
-        for (bs, r) in on_all(pes, move |bs| bs.allgather(&[round, bs.my_pe() as u8])) {
+        for (bs, r) in on_all(pes, move |bs| bs.allgather(&[round, bs.my_pe as u8])) {
             assert_eq!(
                 r.expect("allgather"),
                 vec![vec![round, 0], vec![round, 1], vec![round, 2]]
             );
-            assert_eq!(bs.server_addr().is_some(), bs.my_pe() == 0);
+            assert_eq!(bs.server_addr().is_some(), bs.my_pe == 0);
             back.push(bs);
         }
         finalize_all(back);
@@ -852,7 +852,7 @@ fn finalize_is_idempotent_and_ends_the_pe() {
         f1.expect("finalize");
         f2.expect("second finalize is a no-op");
         assert!(
-            matches!(b, Err(BootstrapError::Finalized { pe }) if pe == bs.my_pe()),
+            matches!(b, Err(BootstrapError::Finalized { pe }) if pe == bs.my_pe),
             "{b:?}"
         );
         alive.expect("check_alive after finalize");

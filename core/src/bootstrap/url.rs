@@ -347,6 +347,7 @@ pub(crate) fn parse_url(s: &str) -> Result<BootstrapUrl, UrlError> {
     Ok(u)
 }
 
+#[cfg(test)]
 /// Parses a multi-instance template: the shapes of [`parse_url`] with port exactly 0.
 pub(crate) fn parse_template(s: &str) -> Result<BootstrapUrl, UrlError> {
     let u = parse_shape(s)?;

@@ -982,6 +982,7 @@ impl FrameBuf {
         Self::default()
     }
 
+    #[cfg(test)]
     /// Bytes held that are not yet part of a returned frame.
     pub(crate) fn pending(&self) -> usize {
         self.end - self.start
@@ -1005,6 +1006,7 @@ impl FrameBuf {
         }
     }
 
+    #[cfg(test)]
     /// Appends bytes (used by tests and by callers that read elsewhere).
     pub(crate) fn extend(&mut self, data: &[u8]) {
         self.make_room(data.len());
