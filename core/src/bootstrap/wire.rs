@@ -964,8 +964,12 @@ pub(crate) struct FrameBuf {
 /// Bytes read per `read` call.
 pub(crate) const READ_CHUNK: usize = 64 << 10;
 
+/// Bytes read per `read` call when no frame in progress needs more: idle connections (a
+/// process may hold hundreds, one per instance) keep only this much.
+const SMALL_READ: usize = 4 << 10;
+
 /// An empty buffer larger than this is released rather than kept.
-const KEEP_AT_MOST: usize = 1 << 20;
+const KEEP_AT_MOST: usize = 4 * SMALL_READ;
 
 /// What one [`FrameBuf::read_from`] call saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1014,11 +1018,30 @@ impl FrameBuf {
         self.end += data.len();
     }
 
+    /// How much the next read should ask for: what the frame in progress still lacks (at
+    /// least [`SMALL_READ`], at most [`READ_CHUNK`]), else [`SMALL_READ`].
+    fn read_size(&self) -> usize {
+        let avail = &self.buf[self.start..self.end];
+        let Some(hb) = avail
+            .get(..HEADER_LEN)
+            .and_then(|h| <&[u8; HEADER_LEN]>::try_from(h).ok())
+        else {
+            return SMALL_READ;
+        };
+        match Header::decode(hb) {
+            Ok(h) => (HEADER_LEN + h.len as usize)
+                .saturating_sub(avail.len())
+                .clamp(SMALL_READ, READ_CHUNK),
+            Err(_) => SMALL_READ,
+        }
+    }
+
     /// One `read` of up to [`READ_CHUNK`] bytes from `r`. Errors (`WouldBlock` included) are
     /// passed through.
     pub(crate) fn read_from(&mut self, r: &mut impl Read) -> io::Result<ReadOutcome> {
-        self.make_room(READ_CHUNK);
-        let n = r.read(&mut self.buf[self.end..self.end + READ_CHUNK])?;
+        let want = self.read_size();
+        self.make_room(want);
+        let n = r.read(&mut self.buf[self.end..self.end + want])?;
         if n == 0 {
             return Ok(ReadOutcome::Eof);
         }
