@@ -147,6 +147,20 @@ impl std::fmt::Debug for Secret {
     }
 }
 
+/// How the PEs of an instance meet (CANN's init flags and `comm_args`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InitMode {
+    /// `ACLSHMEMX_INIT_WITH_DEFAULT`: PE 0 serves the bootstrap on `ip_port` (for instances
+    /// other than 0, on the port `SHMEM_INSTANCE_PORT_RANGE` assigns).
+    #[default]
+    Default,
+    /// For PEs of one host started by a launcher that gives ranks but no address (`mpirun`,
+    /// `srun`): PE 0 announces its bootstrap address and a job secret on an abstract Unix
+    /// socket named after this job key and the instance id.
+    JobLocal(String),
+}
+
 /// The attributes an instance is created with (`aclshmemx_init_attr_t`).
 ///
 /// ```
@@ -178,6 +192,8 @@ pub struct Attributes {
     pub secret: Option<Secret>,
     /// Overrides `SHMEM_INSTANCE_PORT_RANGE` for this instance (`"start:end"`).
     pub port_range: Option<String>,
+    /// How the PEs meet.
+    pub mode: InitMode,
 }
 
 impl Attributes {
@@ -193,6 +209,7 @@ impl Attributes {
             backend: None,
             secret: None,
             port_range: None,
+            mode: InitMode::Default,
         }
     }
 

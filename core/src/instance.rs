@@ -11,7 +11,8 @@ use shmem_backend::{
 };
 use shmem_sim::SimTransport;
 
-use crate::attr::{Attributes, Backend, Secret};
+use crate::attr::{Attributes, Backend, InitMode, Secret};
+use crate::bootstrap::rendezvous;
 use crate::bootstrap::{self, Bootstrap, BootstrapError, StoreBootstrap, StoreConfig};
 use crate::error::{Error, Result};
 use crate::heap::Heap;
@@ -40,6 +41,19 @@ pub(crate) struct Inner {
     state: AtomicU8,
     // Declared last: dropped after everything that might still use the mappings.
     pub(crate) transport: Box<dyn DynTransport>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.state.load(Ordering::Acquire) == LIVE {
+            tracing::warn!(
+                "the last handle to instance {} on PE {} was dropped without finalize: its peers will see this PE as gone",
+                self.id,
+                self.my_pe
+            );
+            registry::release(self.id);
+        }
+    }
 }
 
 impl std::fmt::Debug for Inner {
@@ -199,25 +213,8 @@ impl Instance {
         attrs.validate()?;
         let backend = Backend::choose(attrs.backend)?;
         let claim: Claim = registry::claim(attrs.instance_id)?;
-        let url = Self::bootstrap_url(attrs)?;
         let (my_pe, n_pes) = (attrs.my_pe as u32, attrs.n_pes as u32);
-        let listener = if my_pe == 0 && attrs.options.sock_fd > 0 {
-            Some(prebound_listener(attrs.options.sock_fd, url.port)?)
-        } else {
-            None
-        };
-        let boot = StoreBootstrap::connect(StoreConfig {
-            url,
-            my_pe,
-            n_pes,
-            instance_id: attrs.instance_id,
-            secret: attrs.secret.unwrap_or(Secret::CANN_MAGIC),
-            init_timeout: attrs.init_timeout(),
-            op_timeout: attrs.op_timeout(),
-            listener,
-        })
-        .map_err(init_error)?;
-        let boot: Box<dyn Bootstrap> = Box::new(boot);
+        let boot = Self::bootstrap(attrs, my_pe, n_pes)?;
         let heap_size = attrs.heap_size();
         let heap = Heap::new(heap_size).map_err(|e| Error::Memory(e.to_string()))?;
         let spec = SegmentSpec {
@@ -272,6 +269,49 @@ impl Instance {
             "instance initialised"
         );
         Ok(Instance { inner })
+    }
+
+    /// Meets the instance's other PEs as `attrs.mode` says.
+    fn bootstrap(attrs: &Attributes, my_pe: u32, n_pes: u32) -> Result<Box<dyn Bootstrap>> {
+        let (url, listener, secret) = match &attrs.mode {
+            InitMode::Default => {
+                let url = Self::bootstrap_url(attrs)?;
+                let listener = if my_pe == 0 && attrs.options.sock_fd > 0 {
+                    Some(prebound_listener(attrs.options.sock_fd, url.port)?)
+                } else {
+                    None
+                };
+                (url, listener, attrs.secret.unwrap_or(Secret::CANN_MAGIC))
+            }
+            InitMode::JobLocal(key) => {
+                let m =
+                    rendezvous::meet(key, attrs.instance_id, my_pe, n_pes, attrs.init_timeout())
+                        .map_err(init_error)?;
+                (m.url, m.listener, m.secret)
+            }
+        };
+        let boot = StoreBootstrap::connect(StoreConfig {
+            url,
+            my_pe,
+            n_pes,
+            instance_id: attrs.instance_id,
+            secret,
+            init_timeout: attrs.init_timeout(),
+            op_timeout: attrs.op_timeout(),
+            listener,
+        })
+        .map_err(init_error)?;
+        Ok(Box::new(boot))
+    }
+
+    /// Checks CANN's port selection for a non-zero instance in DEFAULT mode (the range, the
+    /// template port), without creating anything.
+    pub(crate) fn check_instance_port(attrs: &Attributes) -> Result<()> {
+        if attrs.instance_id != 0 && attrs.mode == InitMode::Default {
+            Self::bootstrap_url(attrs).map(|_| ())
+        } else {
+            Ok(())
+        }
     }
 
     /// The bootstrap address of `attrs`: `ip_port` itself for instance 0, the port chosen from

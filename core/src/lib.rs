@@ -25,6 +25,7 @@
 
 mod attr;
 pub(crate) mod bootstrap;
+pub mod cann;
 mod error;
 pub(crate) mod heap;
 mod instance;

@@ -79,6 +79,11 @@ pub(crate) fn lookup(id: u64) -> Option<Arc<Inner>> {
     }
 }
 
+/// Whether instance `id` is being created right now.
+pub(crate) fn is_creating(id: u64) -> bool {
+    matches!(registry().get(&id), Some(Entry::Creating))
+}
+
 /// The ids of the live instances, in order.
 pub(crate) fn live_ids() -> Vec<u64> {
     registry()

@@ -1,0 +1,210 @@
+//! CANN SHMEM's active-instance contract, as a thin layer over [`Instance`] handles.
+//!
+//! CANN programs do not hold instance handles: every call acts on the *active* instance of the
+//! process, which `init` makes active and `instance_ctx_set` switches. This module keeps that
+//! contract for the C ABI and for code ported from CANN; the Rust API does not need it.
+//!
+//! The rules (CANN's `shmem_init.cpp`, reference §4.2–§4.5):
+//! - `init_attr` with instance id `X` makes `X` active. Creating an id that already has a
+//!   context logs a WARN, creates nothing, leaves `X` active and fails with `INNER_ERROR`
+//!   (the repeat-init check), as CANN does. An invalid id for the port range fails with
+//!   `INVALID_VALUE` and changes nothing. A failed first init of a new id drops its context and
+//!   makes instance 0 active again.
+//! - `instance_ctx_set(X)` makes `X` active; an unknown id is `INNER_ERROR`.
+//! - `finalize_instance(X)` switches to `X` if it is not active (an unknown id is
+//!   `INNER_ERROR` and changes nothing), releases it, and leaves instance 0 active.
+//!   `finalize()` releases the active instance. Finalising an instance that was never
+//!   initialised succeeds.
+//! - Every path takes one process-wide mutex, but never holds it across the collective part
+//!   of init or finalize: threads driving different instances do not wait for each other.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::attr::{Attributes, InitMode};
+use crate::error::{Error, Result};
+use crate::instance::Instance;
+use crate::registry;
+
+/// `ACLSHMEMX_INIT_WITH_DEFAULT`.
+pub const INIT_WITH_DEFAULT: u32 = 1 << 0;
+/// `ACLSHMEMX_INIT_WITH_MPI`.
+pub const INIT_WITH_MPI: u32 = 1 << 1;
+/// `ACLSHMEMX_INIT_WITH_UNIQUEID`.
+pub const INIT_WITH_UNIQUEID: u32 = 1 << 3;
+
+/// CANN's `aclshmemx_init_status_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum InitStatus {
+    /// `ACLSHMEM_STATUS_NOT_INITIALIZED`.
+    NotInitialized = 0,
+    /// `ACLSHMEM_STATUS_SHM_CREATED` (the heap exists, init has not finished).
+    ShmCreated = 1,
+    /// `ACLSHMEM_STATUS_IS_INITIALIZED`.
+    IsInitialized = 2,
+}
+
+struct Contexts {
+    /// The active instance id.
+    active: u64,
+    /// Ids with a context besides 0 (whose context is permanent).
+    known: BTreeSet<u64>,
+    /// The instances initialised through this layer: CANN programs hold no handles, so an
+    /// instance lives here until its finalize.
+    held: BTreeMap<u64, Instance>,
+}
+
+static CONTEXTS: Mutex<Contexts> = Mutex::new(Contexts {
+    active: 0,
+    known: BTreeSet::new(),
+    held: BTreeMap::new(),
+});
+
+fn contexts() -> MutexGuard<'static, Contexts> {
+    CONTEXTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Contexts {
+    fn exists(&self, id: u64) -> bool {
+        id == 0 || self.known.contains(&id)
+    }
+}
+
+/// Creates and initialises the instance `attrs.instance_id` with CANN's init `flags`
+/// (`aclshmemx_init_attr`), and makes it active. See the module documentation for what
+/// happens to the active instance on each outcome.
+pub fn init_attr(flags: u32, attrs: &Attributes) -> Result<Instance> {
+    crate::log::init();
+    let attrs = mode_from_flags(flags, attrs)?;
+    let id = attrs.instance_id;
+    let created = {
+        let mut c = contexts();
+        let exists = c.exists(id);
+        if id != 0 && exists {
+            tracing::warn!("Instance {id} already exists! Please don't repeat create!");
+        } else if id != 0 {
+            // Port selection runs before the context exists: a bad range changes nothing.
+            Instance::check_instance_port(&attrs)
+                .inspect_err(|e| tracing::error!("init of instance {id}: {e}"))?;
+            c.known.insert(id);
+        }
+        c.active = id;
+        if registry::lookup(id).is_some() || registry::is_creating(id) {
+            let e = Error::AlreadyInitialized { instance_id: id };
+            tracing::error!("{e}");
+            return Err(e);
+        }
+        !exists
+    };
+    let r = Instance::init(&attrs);
+    let mut c = contexts();
+    match &r {
+        Ok(inst) => {
+            c.held.insert(id, inst.clone());
+        }
+        Err(_) if created => {
+            c.known.remove(&id);
+            if c.active == id {
+                c.active = 0;
+            }
+        }
+        Err(_) => {}
+    }
+    r
+}
+
+fn mode_from_flags(flags: u32, attrs: &Attributes) -> Result<Attributes> {
+    let known = INIT_WITH_DEFAULT | INIT_WITH_MPI | INIT_WITH_UNIQUEID;
+    if flags == 0 || flags & !known != 0 {
+        return Err(Error::InvalidParam(format!(
+            "init flags {flags:#x} are not DEFAULT (1), MPI (2) or UNIQUEID (8)"
+        )));
+    }
+    let a = attrs.clone();
+    if flags & (INIT_WITH_UNIQUEID | INIT_WITH_MPI) != 0 && a.mode == InitMode::Default {
+        return Err(Error::InvalidParam(
+            "UNIQUEID and MPI init need their comm_args (Attributes::mode)".into(),
+        ));
+    }
+    Ok(a)
+}
+
+/// Makes instance `id` active (`aclshmemx_instance_ctx_set`).
+pub fn instance_ctx_set(id: u64) -> Result<()> {
+    let mut c = contexts();
+    if !c.exists(id) {
+        let e = Error::UnknownInstance { instance_id: id };
+        tracing::error!("Context Set failed: {e}");
+        return Err(e);
+    }
+    c.active = id;
+    Ok(())
+}
+
+/// The id of the active instance (`aclshmemx_instance_ctx_get()->id`).
+pub fn instance_ctx_get() -> u64 {
+    contexts().active
+}
+
+/// The active instance, if it is initialised.
+pub fn active() -> Result<Instance> {
+    let id = instance_ctx_get();
+    Instance::by_id(id).ok_or(Error::NotInitialized { instance_id: id })
+}
+
+/// The init status of the active instance (`aclshmemx_init_status`).
+pub fn init_status() -> InitStatus {
+    let id = instance_ctx_get();
+    if registry::lookup(id).is_some() {
+        InitStatus::IsInitialized
+    } else if registry::is_creating(id) {
+        InitStatus::ShmCreated
+    } else {
+        InitStatus::NotInitialized
+    }
+}
+
+/// Releases the active instance (`aclshmem_finalize`).
+pub fn finalize() -> Result<()> {
+    finalize_instance(instance_ctx_get())
+}
+
+/// Releases instance `id`, switching to it first if it is not active, and leaves instance 0
+/// active (`aclshmemx_finalize`). Collective over the instance's PEs.
+pub fn finalize_instance(id: u64) -> Result<()> {
+    let inst = {
+        let mut c = contexts();
+        if !c.exists(id) {
+            let e = Error::UnknownInstance { instance_id: id };
+            tracing::error!(
+                "finalize: {e}; the active instance ({}) is unchanged",
+                c.active
+            );
+            return Err(e);
+        }
+        c.active = id;
+        Instance::by_id(id)
+    };
+    let r = match inst {
+        Some(inst) => inst.finalize(),
+        None => Ok(()),
+    };
+    let mut c = contexts();
+    c.known.remove(&id);
+    c.held.remove(&id);
+    if c.active == id {
+        c.active = 0;
+    }
+    r
+}
+
+/// This PE's number in the active instance (`aclshmem_my_pe`); -1 when it is not initialised.
+pub fn my_pe() -> i32 {
+    active().map_or(-1, |i| i.my_pe() as i32)
+}
+
+/// The number of PEs of the active instance (`aclshmem_n_pes`); -1 when it is not initialised.
+pub fn n_pes() -> i32 {
+    active().map_or(-1, |i| i.n_pes() as i32)
+}
