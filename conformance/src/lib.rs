@@ -74,9 +74,14 @@ impl Case {
         }
     }
 
-    /// The same case on other PE counts.
+    /// The same case on other PE counts (and no extra full-tier counts unless
+    /// [`Case::full_pes`] adds some).
     pub const fn pes(self, pes: &'static [u32]) -> Case {
-        Case { pes, ..self }
+        Case {
+            pes,
+            full_pes: &[],
+            ..self
+        }
     }
 
     /// The same case with other full-tier PE counts.

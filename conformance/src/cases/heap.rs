@@ -14,9 +14,15 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("heap::malloc_calloc_align_free", malloc_calloc_align_free),
         Case::new("heap::bad_requests_change_nothing", bad_requests),
         Case::new("heap::double_and_interior_free", double_and_interior_free),
-        Case::new("heap::cann_free_merge", cann_free_merge).pes(&[1, 2, 4]),
-        Case::new("heap::full_space", full_space).pes(&[1, 2, 4]),
-        Case::new("heap::asymmetric_malloc_is_refused", asymmetric_malloc).pes(&[2, 4]),
+        Case::new("heap::cann_free_merge", cann_free_merge)
+            .pes(&[1, 2, 4])
+            .full_pes(&[8]),
+        Case::new("heap::full_space", full_space)
+            .pes(&[1, 2, 4])
+            .full_pes(&[8]),
+        Case::new("heap::asymmetric_malloc_is_refused", asymmetric_malloc)
+            .pes(&[2, 4])
+            .full_pes(&[3, 8]),
         Case::new("heap::stress_no_leak", stress_no_leak),
         Case::new("heap::symmetric_offsets", symmetric_offsets),
     ]

@@ -11,16 +11,22 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("init::world_basics", world_basics),
         Case::new("init::attribute_codes", attribute_codes).pes(&[1, 2]),
         Case::new("init::repeat_init_is_inner_error", repeat_init),
-        Case::new("init::init_finalize_loop", init_finalize_loop).pes(&[1, 2, 4]),
+        Case::new("init::init_finalize_loop", init_finalize_loop)
+            .pes(&[1, 2, 4])
+            .full_pes(&[8]),
         Case::new("init::use_after_finalize_fails", use_after_finalize).pes(&[1, 2]),
-        Case::new("init::missing_pe_is_named", missing_pe_is_named).pes(&[2, 4]),
+        Case::new("init::missing_pe_is_named", missing_pe_is_named)
+            .pes(&[2, 4])
+            .full_pes(&[3, 8]),
         Case::new("init::foreign_secret_is_refused", foreign_secret).pes(&[2]),
         Case::new(
             "init::unreachable_address_is_inner_error",
             unreachable_address,
         )
         .pes(&[1]),
-        Case::new("init::hostname_and_ipv6_addresses", hostname_and_ipv6).pes(&[1, 2]),
+        Case::new("init::hostname_and_ipv6_addresses", hostname_and_ipv6)
+            .pes(&[1, 2])
+            .full_pes(&[4]),
         Case::new("init::peer_death_is_detected", peer_death)
             .pes(MULTI_PES)
             .expect(Expect::PeKilled { pe: 1 }),

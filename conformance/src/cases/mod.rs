@@ -4,6 +4,7 @@ use crate::Case;
 
 pub mod heap;
 pub mod init;
+pub mod multi_instance;
 pub mod order;
 pub mod ptr;
 pub mod rma;
@@ -18,6 +19,7 @@ pub fn all() -> Vec<Case> {
         rma::cases(),
         sync::cases(),
         order::cases(),
+        multi_instance::cases(),
     ]
     .concat()
 }

@@ -8,8 +8,12 @@ use crate::{Case, Ctx, Failure, Outcome, check, check_eq};
 
 pub(crate) fn cases() -> Vec<Case> {
     vec![
-        Case::new("order::quiet_orders_stores", |c| ordered(c, Sep::Quiet)).pes(&[2, 4]),
-        Case::new("order::fence_orders_stores", |c| ordered(c, Sep::Fence)).pes(&[2, 4]),
+        Case::new("order::quiet_orders_stores", |c| ordered(c, Sep::Quiet))
+            .pes(&[2, 4])
+            .full_pes(&[3, 8]),
+        Case::new("order::fence_orders_stores", |c| ordered(c, Sep::Fence))
+            .pes(&[2, 4])
+            .full_pes(&[3, 8]),
         Case::new("order::strict_mode_catches_a_missing_quiet", missing_quiet)
             .pes(&[2])
             .env(&[("SHMEM_SIM_STRICT_EARLY", "0")]),
