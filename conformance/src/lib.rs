@@ -37,8 +37,19 @@ pub struct Case {
     pub expect: Expect,
     /// The watchdog, in seconds.
     pub timeout_secs: u64,
+    /// Which launcher starts the PEs.
+    pub via: Via,
     /// The body, run on every PE.
     pub run: fn(&Ctx) -> Outcome,
+}
+
+/// Which launcher starts a case's PEs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// The project's launcher library (what `shmemrun` runs).
+    Shmemrun,
+    /// Open MPI's `mpirun`; the trial is reported ignored where Open MPI is not installed.
+    Mpirun,
 }
 
 /// How a case's job must end.
@@ -70,6 +81,7 @@ impl Case {
             env: &[],
             expect: Expect::AllPass,
             timeout_secs: 60,
+            via: Via::Shmemrun,
             run,
         }
     }
@@ -105,6 +117,14 @@ impl Case {
     /// The same case with another expectation.
     pub const fn expect(self, expect: Expect) -> Case {
         Case { expect, ..self }
+    }
+
+    /// The same case, started by Open MPI's `mpirun`.
+    pub const fn via_mpirun(self) -> Case {
+        Case {
+            via: Via::Mpirun,
+            ..self
+        }
     }
 
     /// The same case with another watchdog.

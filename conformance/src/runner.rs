@@ -8,7 +8,7 @@ use std::time::Duration;
 use libtest_mimic::{Arguments, Failed, Trial};
 use shmem_sim::launcher::{Job, JobReport, Output, PeEnd};
 
-use crate::{Case, Ctx, Expect, cases};
+use crate::{Case, Ctx, Expect, Via, cases};
 
 /// The most PEs alive at once across all running trials.
 pub const PE_SLOTS: u32 = 8;
@@ -53,8 +53,12 @@ fn run_pe(name: &str, backend: &'static str) -> ! {
         std::process::exit(2)
     };
     let var = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
-    let (Some(pe), Some(n)) = (var("SHMEMRUN_PE"), var("SHMEMRUN_NPES")) else {
-        eprintln!("a conformance PE must be started by the launcher");
+    let ids = [
+        ("SHMEMRUN_PE", "SHMEMRUN_NPES"),
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+    ];
+    let Some((pe, n)) = ids.iter().find_map(|(r, s)| Some((var(r)?, var(s)?))) else {
+        eprintln!("a conformance PE must be started by a launcher (shmemrun or mpirun)");
         std::process::exit(2)
     };
     let ports = std::env::var(PORTS_VAR)
@@ -96,12 +100,15 @@ pub fn trials(backend: &'static str) -> Vec<Trial> {
             );
         }
         for n in counts {
-            out.push(
-                Trial::test(format!("{}::pes{n}", case.name), move || {
-                    run_trial(case, n, backend)
-                })
-                .with_kind(backend),
-            );
+            let name = format!("{}::pes{n}", case.name);
+            let trial = match case.via {
+                Via::Shmemrun => Trial::test(name, move || run_trial(case, n, backend)),
+                Via::Mpirun => match mpirun() {
+                    Some(m) => Trial::test(name, move || run_mpirun_trial(case, n, backend, &m)),
+                    None => Trial::test(name, || Ok(())).with_ignored_flag(true),
+                },
+            };
+            out.push(trial.with_kind(backend));
         }
     }
     out
@@ -229,4 +236,92 @@ fn describe(why: &str, report: &JobReport) -> String {
         }
     }
     s
+}
+
+/// Open MPI's `mpirun`, by absolute path (installing Open MPI also installs an `oshrun` and
+/// other tools whose names clash with ours, so nothing is taken from `PATH`).
+fn mpirun() -> Option<std::path::PathBuf> {
+    [
+        "/usr/bin/mpirun",
+        "/usr/local/bin/mpirun",
+        "/opt/openmpi/bin/mpirun",
+    ]
+    .iter()
+    .map(std::path::PathBuf::from)
+    .find(|p| p.is_file())
+}
+
+/// Runs a trial under `mpirun -np n`, with the watchdog of the case.
+fn run_mpirun_trial(
+    case: Case,
+    n: u32,
+    backend: &'static str,
+    mpirun: &std::path::Path,
+) -> Result<(), Failed> {
+    use std::process::{Command, Stdio};
+    let _slots = SLOTS.acquire(n);
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+    let (first, count) = next_ports();
+    let mut cmd = Command::new(mpirun);
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        &n.to_string(),
+    ])
+    .arg(&exe)
+    .env(CASE_VAR, case.name)
+    .env(PORTS_VAR, format!("{first}:{count}"))
+    .env(BACKEND_VAR, backend)
+    .env("SHMEM_SIM_STRICT", if case.strict { "1" } else { "0" })
+    .env("SHMEM_TIMEOUT", "30")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    for v in shmem_sim::launcher::env::ALL {
+        cmd.env_remove(v);
+    }
+    for (k, v) in case.env {
+        cmd.env(k, v);
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", mpirun.display()))?;
+    let pid = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let out = child.wait_with_output();
+        let _ = done_tx.send(());
+        out
+    });
+    let timed_out = done_rx
+        .recv_timeout(Duration::from_secs(case.timeout_secs))
+        .is_err();
+    if timed_out && let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+        // mpirun stops its ranks when it is terminated.
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+    let out = waiter
+        .join()
+        .map_err(|_| "the mpirun waiter panicked")?
+        .map_err(|e| format!("waiting for mpirun: {e}"))?;
+    if !timed_out && out.status.success() {
+        return Ok(());
+    }
+    let mut msg = if timed_out {
+        format!("mpirun timed out after {} s", case.timeout_secs)
+    } else {
+        format!("mpirun exited with {}", out.status)
+    };
+    for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let text = String::from_utf8_lossy(text);
+        let lines: Vec<&str> = text.lines().collect();
+        if !lines.is_empty() {
+            msg.push_str(&format!("\n  --- {name} (last lines) ---\n"));
+            for l in &lines[lines.len().saturating_sub(40)..] {
+                msg.push_str(&format!("  {l}\n"));
+            }
+        }
+    }
+    Err(msg.into())
 }

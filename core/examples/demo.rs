@@ -1,24 +1,56 @@
-//! The Quick start demo: a 4-PE job on the simulator that checks its own results and prints a
-//! table.
+//! The Quick start demo: CANN's multi-instance scenario (`examples/multi_instance`) on 4 PEs of
+//! the simulator, checking its own results and printing one row per instance.
 //!
 //! ```text
 //! cargo run --release -p shmem --example demo
 //! ```
 //!
-//! Started plainly, it launches itself as 4 PEs (through the same launcher as `shmemrun`);
-//! every PE runs each check, the PEs agree on the outcome through symmetric memory, and PE 0
-//! prints one row per check. The exit status is non-zero if any check failed on any PE.
+//! Started plainly, it launches itself as 4 PEs through the same launcher as `shmemrun`; it
+//! also runs under `shmemrun -n 4` and under Open MPI's `mpirun -np 4` (no MPI calls: the PEs
+//! meet through a job-local rendezvous). Besides the world instance 0, every PE takes part in
+//! the instances it belongs to:
+//!
+//! | instance | PEs | life |
+//! |---|---|---|
+//! | 1 | 0, 1, 2, 3 | created, checked, finalised |
+//! | 2 | 0, 3 | created and kept |
+//! | 3 | 1, 3 | created, checked, finalised |
+//! | 4 | 2, 3 | created and kept (PE 3 is now in 2 and 4 at once) |
+//! | 5 | 1, 2 | created and kept |
+//! | 2, 4, 5 | | checked together, then finalised |
+//!
+//! Each check is a malloc/free smoke test and an allgather of several sizes built from puts
+//! and a barrier, verified against values computed locally. The PEs report to PE 0 through
+//! instance 0, and the exit status is non-zero if any check failed anywhere.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use shmem::{Instance, SymBuf};
+use shmem::{Attributes, Instance, SymBuf};
 use shmem_sim::launcher::{Job, Output};
 
 const PES: u32 = 4;
+/// (instance id, members in rank order).
+const INSTANCES: [(u64, &[u32]); 5] = [
+    (1, &[0, 1, 2, 3]),
+    (2, &[0, 3]),
+    (3, &[1, 3]),
+    (4, &[2, 3]),
+    (5, &[1, 2]),
+];
+/// Allgather sizes, in u32 elements per PE.
+const SIZES: [usize; 6] = [1, 7, 64, 1000, 16 << 10, 64 << 10];
 
 fn main() -> ExitCode {
-    if std::env::var_os("SHMEMRUN_PE").is_none() {
+    let launched = [
+        "SHMEMRUN_PE",
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some());
+    if !launched {
         return launch();
     }
     match pe() {
@@ -40,11 +72,13 @@ fn launch() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    println!("demo: starting {PES} PEs on the simulator (one process each)");
+    println!(
+        "demo: CANN's multi-instance scenario on {PES} PEs of the simulator (one process each)"
+    );
     let job = Job::new(exe)
         .args(std::env::args_os().skip(1))
         .n_pes(PES)
-        .env("SHMEM_SYMMETRIC_SIZE", "32M")
+        .env("SHMEM_SYMMETRIC_SIZE", "16M")
         .timeout(Duration::from_secs(120))
         .output(Output::Inherit);
     match job.run() {
@@ -56,180 +90,240 @@ fn launch() -> ExitCode {
     }
 }
 
-/// One check: its name and what it did on each PE.
-struct Row {
-    name: String,
-    pes: String,
-    ok: bool,
-    micros: f64,
-    detail: String,
+/// A port range every PE will use: `SHMEM_INSTANCE_PORT_RANGE` if set, else a free one that
+/// PE 0 finds and sends to everyone through instance 0.
+fn port_range(world: &Instance) -> Result<String, shmem::Error> {
+    if let Ok(r) = std::env::var("SHMEM_INSTANCE_PORT_RANGE") {
+        return Ok(r);
+    }
+    let cell = world.calloc::<u32>(1)?;
+    if world.my_pe() == 0 {
+        let free = |base: u16| {
+            (base + 1..=base + 5).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        };
+        let base = (0..200)
+            .map(|_| 20000 + rand_u16() % 10000)
+            .find(|&b| free(b))
+            .unwrap_or(23000);
+        for pe in 0..world.n_pes() {
+            cell.as_slice().p(0, u32::from(base), pe)?;
+        }
+    }
+    world.barrier_all()?;
+    let base = cell.as_slice().g(0, world.my_pe())? as u16;
+    cell.free()?;
+    Ok(format!("{base}:{}", base + 10))
 }
 
-/// Runs `check` on every PE; all PEs learn whether it passed everywhere.
-fn run_check(
-    inst: &Instance,
-    votes: &SymBuf<u32>,
-    name: &str,
-    check: impl FnOnce() -> Result<String, String>,
-) -> Result<Row, shmem::Error> {
-    let t = Instant::now();
-    let outcome = check();
-    let micros = t.elapsed().as_secs_f64() * 1e6;
-    let me = inst.my_pe();
-    let ok = outcome.is_ok();
-    // Everyone writes its vote into every PE's table, then reads its own table.
-    for pe in 0..inst.n_pes() {
-        votes.as_slice().p(me as usize, u32::from(ok), pe)?;
-    }
-    inst.barrier_all()?;
-    let all = votes.as_slice().to_vec(me)?;
-    let failed: Vec<String> = all
+fn rand_u16() -> u16 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    (t ^ std::process::id().rotate_left(16)) as u16
+}
+
+/// The attributes of instance `id` for this PE, if it is a member.
+fn attrs(id: u64, members: &[u32], me: u32, range: &str) -> Option<Attributes> {
+    let rank = members.iter().position(|&p| p == me)?;
+    let mut a = Attributes::new(
+        rank as i32,
+        members.len() as i32,
+        "tcp://127.0.0.1:0",
+        4 << 20,
+    );
+    a.instance_id = id;
+    a.port_range = Some(range.to_string());
+    a.options.shm_init_timeout = 30;
+    a.options.control_operation_timeout = 30;
+    Some(a)
+}
+
+/// The value rank `r` contributes at index `i` of instance `id`'s allgather of `size`.
+fn value(id: u64, size: usize, r: u32, i: usize) -> u32 {
+    (id as u32) << 28 ^ (r << 24) ^ (size as u32).wrapping_mul(2654435761) ^ i as u32
+}
+
+/// The checks of one instance: a malloc/free smoke test and the allgathers. Returns a
+/// description of what was verified.
+fn check(inst: &Instance) -> Result<String, String> {
+    let e = |e: shmem::Error| e.to_string();
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    // malloc/free: several sizes and alignments, all released again.
+    let before = inst.heap_free();
+    let blocks: Vec<usize> = [16usize, 4096, 1 << 20, 100_000]
         .iter()
-        .enumerate()
-        .filter(|(_, v)| **v != 1)
-        .map(|(pe, _)| pe.to_string())
-        .collect();
-    if let Err(e) = &outcome {
-        eprintln!("demo: PE {me}: {name}: {e}");
+        .map(|&s| inst.malloc_raw(s))
+        .collect::<Result<_, _>>()
+        .map_err(e)?;
+    let aligned = inst.align::<u8>(1 << 20, 64).map_err(e)?;
+    if !(aligned.as_ptr() as usize).is_multiple_of(1 << 20) {
+        return Err("align(1 MiB) is not aligned".into());
     }
-    Ok(Row {
-        name: name.to_string(),
-        pes: format!("0..{}", inst.n_pes() - 1),
-        ok: failed.is_empty(),
-        micros,
-        detail: if failed.is_empty() {
-            outcome.unwrap_or_default()
-        } else {
-            format!("failed on PE {}", failed.join(", "))
-        },
-    })
+    aligned.free().map_err(e)?;
+    for b in blocks {
+        inst.free_raw(b).map_err(e)?;
+    }
+    if inst.heap_free() != before {
+        return Err("malloc/free leaked".into());
+    }
+    // allgather: every rank puts its block into every member's buffer, then a barrier.
+    let mut elems = 0;
+    for size in SIZES {
+        let buf: SymBuf<u32> = inst.calloc(size * n as usize).map_err(e)?;
+        let mine: Vec<u32> = (0..size).map(|i| value(inst.id(), size, me, i)).collect();
+        for pe in 0..n {
+            buf.slice(me as usize * size..(me as usize + 1) * size)
+                .put(&mine, pe)
+                .map_err(e)?;
+        }
+        inst.barrier_all().map_err(e)?;
+        let got = buf.as_slice().to_vec(me).map_err(e)?;
+        for r in 0..n {
+            for i in 0..size {
+                if got[r as usize * size + i] != value(inst.id(), size, r, i) {
+                    return Err(format!(
+                        "allgather of {size}: element {i} from rank {r} is wrong"
+                    ));
+                }
+            }
+        }
+        elems += size * n as usize;
+        inst.barrier_all().map_err(e)?;
+        buf.free().map_err(e)?;
+    }
+    Ok(format!(
+        "malloc/free ok; allgather of {} sizes ({elems} values) ok",
+        SIZES.len()
+    ))
+}
+
+/// What a PE reports about one instance: 1 = passed, 2 = failed, and the time.
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Report {
+    status: u32,
+    micros: u32,
+}
+
+fn run(
+    inst: &Instance,
+    reports: &SymBuf<Report>,
+    me: u32,
+    failures: &mut Vec<String>,
+) -> Result<(), shmem::Error> {
+    let t = Instant::now();
+    let outcome = check(inst);
+    let micros = t.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
+    if let Err(why) = &outcome {
+        failures.push(format!("instance {}: {why}", inst.id()));
+    }
+    let slot = (inst.id() as usize - 1) * PES as usize + me as usize;
+    let status = if outcome.is_ok() { 1 } else { 2 };
+    reports.at(slot).put(&[Report { status, micros }], 0)
 }
 
 fn pe() -> Result<bool, shmem::Error> {
-    let inst = Instance::from_env()?;
-    let (me, n) = (inst.my_pe(), inst.n_pes());
-    let (right, left) = ((me + 1) % n, (me + n - 1) % n);
-    let votes = inst.calloc::<u32>(n as usize)?;
-    let mut rows = Vec::new();
-
-    let ring = inst.calloc::<u64>(1024)?;
-    rows.push(run_check(
-        &inst,
-        &votes,
-        "ring put (8 KiB to the right neighbour)",
-        || {
-            let data: Vec<u64> = (0..1024).map(|i| u64::from(me) << 32 | i).collect();
-            ring.as_slice()
-                .put(&data, right)
-                .map_err(|e| e.to_string())?;
-            inst.barrier_all().map_err(|e| e.to_string())?;
-            let got = ring.as_slice().to_vec(me).map_err(|e| e.to_string())?;
-            let ok = got
-                .iter()
-                .enumerate()
-                .all(|(i, &v)| v == u64::from(left) << 32 | i as u64);
-            if ok {
-                Ok(format!("got PE {left}'s data"))
-            } else {
-                Err("wrong data from the left neighbour".into())
-            }
-        },
-    )?);
-
-    let gathered = inst.calloc::<u32>(n as usize * 16)?;
-    rows.push(run_check(
-        &inst,
-        &votes,
-        "allgather (puts + barrier)",
-        || {
-            let mine: Vec<u32> = (0..16).map(|k| me * 100 + k).collect();
-            for pe in 0..n {
-                gathered
-                    .slice(me as usize * 16..(me as usize + 1) * 16)
-                    .put(&mine, pe)
-                    .map_err(|e| e.to_string())?;
-            }
-            inst.barrier_all().map_err(|e| e.to_string())?;
-            let got = gathered.as_slice().to_vec(me).map_err(|e| e.to_string())?;
-            let want: Vec<u32> = (0..n)
-                .flat_map(|p| (0..16).map(move |k| p * 100 + k))
-                .collect();
-            if got == want {
-                Ok(format!("{} values from {n} PEs", want.len()))
-            } else {
-                Err("allgather mismatch".into())
-            }
-        },
-    )?);
-
-    let counter = inst.calloc::<i32>(1)?;
-    rows.push(run_check(
-        &inst,
-        &votes,
-        "barrier ring increment (100 rounds)",
-        || {
-            for round in 1..=100 {
-                let cur = counter.as_slice().g(0, me).map_err(|e| e.to_string())?;
-                inst.barrier_all().map_err(|e| e.to_string())?;
-                counter
-                    .as_slice()
-                    .p(0, cur + 1, right)
-                    .map_err(|e| e.to_string())?;
-                inst.barrier_all().map_err(|e| e.to_string())?;
-                if counter.as_slice().g(0, me).map_err(|e| e.to_string())? != round {
-                    return Err(format!("round {round}: wrong count"));
-                }
-            }
-            Ok("every PE counted to 100".into())
-        },
-    )?);
-
-    rows.push(run_check(
-        &inst,
-        &votes,
-        "bad input is refused (PE 7, past the heap)",
-        || {
-            let bad_pe = ring.as_slice().put(&[0; 1024], 7).is_err();
-            let past = inst
-                .put_bytes(inst.heap_size() - 4, &[0; 8], right)
-                .is_err();
-            let intact =
-                ring.as_slice().g(0, me).map_err(|e| e.to_string())? == u64::from(left) << 32;
-            if bad_pe && past && intact {
-                Ok("errors returned, nothing written".into())
-            } else {
-                Err("a bad access was not refused".into())
-            }
-        },
-    )?);
-
+    let world = Instance::from_env()?;
+    let me = world.my_pe();
+    if world.n_pes() != PES {
+        eprintln!("demo: the scenario needs {PES} PEs, not {}", world.n_pes());
+        return Ok(false);
+    }
+    let range = port_range(&world)?;
+    let reports = world.calloc::<Report>(INSTANCES.len() * PES as usize)?;
+    let mut failures = Vec::new();
+    let init = |id: u64| -> Result<Option<Instance>, shmem::Error> {
+        let (_, members) = INSTANCES[id as usize - 1];
+        attrs(id, members, me, &range)
+            .map(|a| Instance::init(&a))
+            .transpose()
+    };
+    let start = Instant::now();
+    // Instance 1: everyone; created, checked, destroyed.
+    if let Some(i1) = init(1)? {
+        run(&i1, &reports, me, &mut failures)?;
+        i1.finalize()?;
+    }
+    // Instance 2 on {0, 3} is created and kept; 3 on {1, 3} created, checked, destroyed.
+    let i2 = init(2)?;
+    if let Some(i3) = init(3)? {
+        run(&i3, &reports, me, &mut failures)?;
+        i3.finalize()?;
+    }
+    // Instances 4 on {2, 3} and 5 on {1, 2}: PE 3 is now in 2 and 4, PE 2 in 4 and 5.
+    let i4 = init(4)?;
+    let i5 = init(5)?;
+    let kept = [i2, i4, i5];
+    for inst in kept.iter().flatten() {
+        run(inst, &reports, me, &mut failures)?;
+    }
+    for inst in kept.iter().flatten() {
+        inst.finalize()?;
+    }
+    let total = start.elapsed();
+    for f in &failures {
+        eprintln!("demo: PE {me}: {f}");
+    }
+    world.barrier_all()?;
+    let mut ok = true;
     if me == 0 {
+        let all = reports.as_slice().to_vec(0)?;
         println!(
-            "\n{:<46} {:<6} {:<6} {:>10}  detail",
-            "check", "PEs", "result", "time"
+            "\n{:<9} {:<12} {:<8} {:>10}  checks",
+            "instance", "PEs", "result", "time"
         );
-        println!("{}", "-".repeat(100));
-        for r in &rows {
+        println!("{}", "-".repeat(86));
+        for (k, (id, members)) in INSTANCES.iter().enumerate() {
+            let rows: Vec<Report> = members
+                .iter()
+                .map(|&p| all[k * PES as usize + p as usize])
+                .collect();
+            let passed = rows.iter().all(|r| r.status == 1);
+            let slowest = rows.iter().map(|r| r.micros).max().unwrap_or(0);
+            ok &= passed;
+            let pes = members
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let result = if passed { "ok" } else { "FAILED" };
+            let what = if passed {
+                format!("malloc/free, allgather of {} sizes", SIZES.len())
+            } else {
+                "see the errors above".into()
+            };
             println!(
-                "{:<46} {:<6} {:<6} {:>8.0} us  {}",
-                r.name,
-                r.pes,
-                if r.ok { "ok" } else { "FAILED" },
-                r.micros,
-                r.detail
+                "{:<9} {:<12} {:<8} {:>7} us  {what}",
+                id,
+                format!("{{{pes}}}"),
+                result,
+                slowest
             );
         }
-        let failed = rows.iter().filter(|r| !r.ok).count();
         println!(
-            "\n{} of {} checks passed on all {n} PEs",
-            rows.len() - failed,
-            rows.len()
+            "\n{} of {} instances verified on every member PE; all finalised ({:.0} ms)",
+            INSTANCES
+                .iter()
+                .enumerate()
+                .filter(|(k, (_, m))| m
+                    .iter()
+                    .all(|&p| all[k * PES as usize + p as usize].status == 1))
+                .count(),
+            INSTANCES.len(),
+            total.as_secs_f64() * 1e3
         );
     }
-    let all_ok = rows.iter().all(|r| r.ok);
-    for b in [ring.free(), gathered.free(), counter.free(), votes.free()] {
-        b?;
+    // Everyone learns the verdict: PE 0 writes it into every PE's copy of the first slot.
+    let verdict = world.calloc::<u32>(1)?;
+    if me == 0 {
+        for pe in 0..PES {
+            verdict.as_slice().p(0, if ok { 1 } else { 2 }, pe)?;
+        }
     }
-    inst.finalize()?;
-    Ok(all_ok)
+    world.barrier_all()?;
+    let ok = verdict.as_slice().g(0, me)? == 1 && failures.is_empty();
+    verdict.free()?;
+    reports.free()?;
+    world.finalize()?;
+    Ok(ok)
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use shmem_backend::Limits;
 
+pub use crate::bootstrap::uid::UniqueId;
 use crate::error::{Error, Result};
 
 /// CANN's `ACLSHMEM_MAX_IP_PORT_LEN`: `ip_port` holds at most 63 characters.
@@ -155,6 +156,9 @@ pub enum InitMode {
     /// other than 0, on the port `SHMEM_INSTANCE_PORT_RANGE` assigns).
     #[default]
     Default,
+    /// `ACLSHMEMX_INIT_WITH_UNIQUEID`: meet through the unique id PE 0 made
+    /// ([`UniqueId::new`]) and the program broadcast.
+    UniqueId(UniqueId),
     /// For PEs of one host started by a launcher that gives ranks but no address (`mpirun`,
     /// `srun`): PE 0 announces its bootstrap address and a job secret on an abstract Unix
     /// socket named after this job key and the instance id.
@@ -211,6 +215,23 @@ impl Attributes {
             port_range: None,
             mode: InitMode::Default,
         }
+    }
+
+    /// The attributes of PE `my_pe` of `n_pes` meeting through `uid`, with CANN's defaults
+    /// for the rest (`aclshmemx_set_attr_uniqueid_args`): `local_mem_size` above 40 GiB,
+    /// `n_pes` above 16384 or `my_pe` of 16384 or more are `INVALID_VALUE`, as in CANN; the
+    /// other checks happen at init.
+    pub fn with_unique_id(
+        my_pe: i32,
+        n_pes: i32,
+        local_mem_size: i64,
+        uid: &UniqueId,
+    ) -> Result<Attributes> {
+        let args = crate::bootstrap::uid::set_attr_uniqueid_args(my_pe, n_pes, local_mem_size, uid)
+            .map_err(|e| Error::InvalidValue(e.to_string()))?;
+        let mut a = Attributes::new(0, 0, "", 0);
+        args.apply(&mut a);
+        Ok(a)
     }
 
     /// Checks the attributes as CANN's `check_attr` does, in the same order and with the same

@@ -114,6 +114,8 @@ pub fn init_attr(flags: u32, attrs: &Attributes) -> Result<Instance> {
     r
 }
 
+/// The attributes as CANN's flags select the bootstrap: UNIQUEID over MPI over DEFAULT, and
+/// DEFAULT falling back to a unique id when `ip_port` is not a usable address.
 fn mode_from_flags(flags: u32, attrs: &Attributes) -> Result<Attributes> {
     let known = INIT_WITH_DEFAULT | INIT_WITH_MPI | INIT_WITH_UNIQUEID;
     if flags == 0 || flags & !known != 0 {
@@ -121,11 +123,19 @@ fn mode_from_flags(flags: u32, attrs: &Attributes) -> Result<Attributes> {
             "init flags {flags:#x} are not DEFAULT (1), MPI (2) or UNIQUEID (8)"
         )));
     }
-    let a = attrs.clone();
-    if flags & (INIT_WITH_UNIQUEID | INIT_WITH_MPI) != 0 && a.mode == InitMode::Default {
-        return Err(Error::InvalidParam(
-            "UNIQUEID and MPI init need their comm_args (Attributes::mode)".into(),
-        ));
+    let mut a = attrs.clone();
+    let uid = matches!(a.mode, InitMode::UniqueId(_));
+    if flags & INIT_WITH_UNIQUEID != 0 {
+        if !uid {
+            return Err(Error::InvalidParam(
+                "UNIQUEID init needs a unique id (Attributes::with_unique_id)".into(),
+            ));
+        }
+    } else if flags & INIT_WITH_MPI != 0 {
+        return Err(Error::NotSupported("MPI init is being added".into()));
+    } else if uid && Instance::usable_ip_port(&a) {
+        // DEFAULT with a valid ip_port wins over a unique id in comm_args.
+        a.mode = InitMode::Default;
     }
     Ok(a)
 }
@@ -139,6 +149,25 @@ pub fn instance_ctx_set(id: u64) -> Result<()> {
         return Err(e);
     }
     c.active = id;
+    Ok(())
+}
+
+/// Fills `attrs` for PE `my_pe` of `n_pes` meeting through `uid`
+/// (`aclshmemx_set_attr_uniqueid_args`); see [`Attributes::with_unique_id`].
+pub fn set_attr_uniqueid_args(
+    my_pe: i32,
+    n_pes: i32,
+    local_mem_size: i64,
+    uid: &crate::UniqueId,
+    attrs: &mut Attributes,
+) -> Result<()> {
+    let a = Attributes::with_unique_id(my_pe, n_pes, local_mem_size, uid)
+        .inspect_err(|e| tracing::error!("{e}"))?;
+    attrs.my_pe = a.my_pe;
+    attrs.n_pes = a.n_pes;
+    attrs.local_mem_size = a.local_mem_size;
+    attrs.secret = a.secret;
+    attrs.mode = a.mode;
     Ok(())
 }
 

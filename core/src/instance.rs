@@ -163,6 +163,31 @@ pub(crate) fn exit_if_job_ended(e: &Error) {
     }
 }
 
+/// Raises this process's soft descriptor limit to its hard limit, once. Every live instance
+/// holds a few descriptors (PE 0 of an instance one per peer), so many instances need more
+/// than the usual soft limit of 1024; the hard limit is the administrator's choice.
+fn raise_descriptor_limit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        let l = getrlimit(Resource::Nofile);
+        if let (Some(cur), max) = (l.current, l.maximum)
+            && max.is_none_or(|m| m > cur)
+        {
+            let wanted = max.unwrap_or(1 << 20).min(1 << 20);
+            if let Err(e) = setrlimit(
+                Resource::Nofile,
+                Rlimit {
+                    current: Some(wanted),
+                    maximum: max,
+                },
+            ) {
+                tracing::debug!("could not raise the descriptor limit from {cur} to {wanted}: {e}");
+            }
+        }
+    });
+}
+
 /// Duplicates the pre-bound socket `fd` that PE 0 serves on.
 fn prebound_listener(fd: i32, port: u16) -> Result<TcpListener> {
     // SAFETY: CANN's contract for `sock_fd`: the caller passes an open socket and keeps it open
@@ -211,6 +236,7 @@ impl Instance {
 
     fn create(attrs: &Attributes) -> Result<Instance> {
         attrs.validate()?;
+        raise_descriptor_limit();
         let backend = Backend::choose(attrs.backend)?;
         let claim: Claim = registry::claim(attrs.instance_id)?;
         let (my_pe, n_pes) = (attrs.my_pe as u32, attrs.n_pes as u32);
@@ -283,6 +309,17 @@ impl Instance {
                 };
                 (url, listener, attrs.secret.unwrap_or(Secret::CANN_MAGIC))
             }
+            InitMode::UniqueId(uid) => {
+                let url = uid.url().map_err(|e| {
+                    Error::InvalidParam(format!("the unique id is not usable: {e}"))
+                })?;
+                let listener = if my_pe == 0 {
+                    uid.take_listener()
+                } else {
+                    None
+                };
+                (url, listener, uid.secret())
+            }
             InitMode::JobLocal(key) => {
                 let m =
                     rendezvous::meet(key, attrs.instance_id, my_pe, n_pes, attrs.init_timeout())
@@ -302,6 +339,15 @@ impl Instance {
         })
         .map_err(init_error)?;
         Ok(Box::new(boot))
+    }
+
+    /// Whether `attrs.ip_port` is a usable bootstrap address for its instance.
+    pub(crate) fn usable_ip_port(attrs: &Attributes) -> bool {
+        let a = Attributes {
+            mode: InitMode::Default,
+            ..attrs.clone()
+        };
+        Self::bootstrap_url(&a).is_ok()
     }
 
     /// Checks CANN's port selection for a non-zero instance in DEFAULT mode (the range, the

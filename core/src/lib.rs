@@ -38,8 +38,8 @@ mod sym;
 mod team;
 
 pub use attr::{
-    Attributes, Backend, DEFAULT_TIMEOUT, EXTRA_SIZE, MAX_IP_PORT_LEN, OptionalAttributes, Secret,
-    engine,
+    Attributes, Backend, DEFAULT_TIMEOUT, EXTRA_SIZE, InitMode, MAX_IP_PORT_LEN,
+    OptionalAttributes, Secret, UniqueId, engine,
 };
 pub use error::{Code, Error, Result};
 pub use instance::Instance;

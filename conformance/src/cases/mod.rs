@@ -20,6 +20,7 @@ pub fn all() -> Vec<Case> {
         sync::cases(),
         order::cases(),
         multi_instance::cases(),
+        multi_instance::uid_cases(),
     ]
     .concat()
 }

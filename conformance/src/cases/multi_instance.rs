@@ -57,6 +57,13 @@ pub(crate) fn cases() -> Vec<Case> {
         )
         .pes(&[2]),
         Case::new("multi_instance::limits_are_refused_at_init", limits).pes(&[1]),
+        Case::new(
+            "multi_instance::under_mpirun_without_mpi_calls",
+            under_mpirun,
+        )
+        .pes(&[4])
+        .relaxed()
+        .via_mpirun(),
     ]
 }
 
@@ -599,5 +606,167 @@ fn limits(ctx: &Ctx) -> Outcome {
         "128 GiB of address space must be allowed"
     );
     let _ = MULTI_PES;
+    Ok(())
+}
+
+/// Under Open MPI's `mpirun` without any MPI call: ranks come from `OMPI_COMM_WORLD_*`, instance
+/// 0 meets through the job-local rendezvous, and instances 1 to 3 (all PEs, the even PEs, the
+/// last two PEs) through their ports of the range, as the multi-instance demo does.
+fn under_mpirun(ctx: &Ctx) -> Outcome {
+    check!(
+        std::env::var_os("OMPI_COMM_WORLD_RANK").is_some(),
+        "this case must run under mpirun"
+    );
+    let world = ctx.world()?;
+    check_eq!(world.n_pes(), ctx.n_pes);
+    ring_check(&world, 0)?;
+    let n = ctx.n_pes;
+    let evens: Vec<u32> = (0..n).step_by(2).collect();
+    let last_two = [n - 2, n - 1];
+    let live: Vec<Instance> = [(1, all(ctx)), (2, evens), (3, last_two.to_vec())]
+        .into_iter()
+        .filter_map(|(id, m)| attrs_for(ctx, id, &m).map(|a| Instance::init(&a)))
+        .collect::<Result<_, _>>()?;
+    for inst in &live {
+        ring_check(inst, inst.id())?;
+    }
+    for inst in live {
+        inst.finalize()?;
+    }
+    world.barrier_all()?;
+    world.finalize()?;
+    Ok(())
+}
+
+/// PE 0 makes a unique id bound to `port` on loopback (CANN's automatic interface choice skips
+/// loopback; tests pin the address, as the reference tests do with SHMEM_UID_SESSION_ID) and
+/// sends its bytes to every PE through instance 0.
+fn broadcast_uid(world: &Instance, port: u16) -> Result<shmem::UniqueId, Failure> {
+    let cell = world.calloc::<u8>(136)?;
+    if world.my_pe() == 0 {
+        let uid = shmem::UniqueId::with_session(&format!("127.0.0.1:{port}"))
+            .map_err(|e| Failure(format!("unique id: {e}")))?;
+        for pe in 0..world.n_pes() {
+            cell.as_slice().put(&uid.to_bytes(), pe)?;
+        }
+    }
+    world.barrier_all()?;
+    let bytes = cell.as_slice().to_vec(world.my_pe())?;
+    cell.free()?;
+    shmem::UniqueId::from_bytes(&bytes)
+        .map_err(|e| Failure(format!("the broadcast unique id is invalid: {e}")))
+}
+
+pub(crate) fn uid_cases() -> Vec<Case> {
+    vec![
+        Case::new("multi_instance::unique_id_instances", unique_id_instances)
+            .pes(TWO_FOUR)
+            .full_pes(&[8]),
+        Case::new(
+            "multi_instance::unique_id_from_the_environment",
+            unique_id_env,
+        )
+        .pes(&[2]),
+        Case::new(
+            "multi_instance::unique_id_through_the_cann_calls",
+            unique_id_cann,
+        )
+        .pes(TWO_FOUR),
+    ]
+}
+
+fn unique_id_instances(ctx: &Ctx) -> Outcome {
+    let world = ctx.world()?;
+    let (first, _) = ctx.ports();
+    // Two instances, each with its own unique id (and so its own port), alive at once.
+    let mut live = Vec::new();
+    for id in [1u64, 2] {
+        let uid = broadcast_uid(&world, first + 100 + id as u16)?;
+        let mut a = Attributes::with_unique_id(ctx.pe as i32, ctx.n_pes as i32, 2 << 20, &uid)?;
+        a.instance_id = id;
+        a.options.shm_init_timeout = 30;
+        live.push(Instance::init(&a)?);
+    }
+    for inst in &live {
+        ring_check(inst, inst.id())?;
+    }
+    for inst in live {
+        inst.finalize()?;
+    }
+    world.finalize()?;
+    Ok(())
+}
+
+fn unique_id_env(ctx: &Ctx) -> Outcome {
+    let world = ctx.world()?;
+    let (first, _) = ctx.ports();
+    let cell = world.calloc::<u8>(136)?;
+    if ctx.pe == 0 {
+        // SAFETY: this PE has not started any thread of its own that reads the environment;
+        // the library's threads (the bootstrap server) do not read it.
+        unsafe { std::env::set_var("SHMEM_UID_SESSION_ID", format!("127.0.0.1:{}", first + 150)) };
+        let uid = shmem::UniqueId::new().map_err(|e| Failure(format!("UniqueId::new: {e}")))?;
+        for pe in 0..ctx.n_pes {
+            cell.as_slice().put(&uid.to_bytes(), pe)?;
+        }
+    }
+    world.barrier_all()?;
+    let uid = shmem::UniqueId::from_bytes(&cell.as_slice().to_vec(ctx.pe)?)
+        .map_err(|e| Failure(e.to_string()))?;
+    let mut a = Attributes::with_unique_id(ctx.pe as i32, ctx.n_pes as i32, 2 << 20, &uid)?;
+    a.instance_id = 3;
+    let inst = Instance::init(&a)?;
+    ring_check(&inst, 3)?;
+    inst.finalize()?;
+    cell.free()?;
+    world.finalize()?;
+    Ok(())
+}
+
+fn unique_id_cann(ctx: &Ctx) -> Outcome {
+    use shmem::cann::{INIT_WITH_UNIQUEID, set_attr_uniqueid_args};
+    let world = cann::init_attr(INIT_WITH_DEFAULT, &ctx.attrs(2 << 20))?;
+    let (first, _) = ctx.ports();
+    // UNIQUEID init of instance 1.
+    let uid = broadcast_uid(&world, first + 160)?;
+    let mut a = Attributes::new(0, 0, "", 0);
+    a.instance_id = 1;
+    set_attr_uniqueid_args(ctx.pe as i32, ctx.n_pes as i32, 2 << 20, &uid, &mut a)?;
+    let one = cann::init_attr(INIT_WITH_UNIQUEID, &a)?;
+    check_eq!(cann::instance_ctx_get(), 1);
+    ring_check(&one, 1)?;
+    // DEFAULT init with no usable ip_port but a unique id falls back to the id (CANN's
+    // RUN_UNIQUEID_WITH_DEFAULT).
+    let uid2 = broadcast_uid(&world, first + 161)?;
+    let mut b = Attributes::new(0, 0, "", 0);
+    b.instance_id = 2;
+    set_attr_uniqueid_args(ctx.pe as i32, ctx.n_pes as i32, 2 << 20, &uid2, &mut b)?;
+    let two = cann::init_attr(INIT_WITH_DEFAULT, &b)?;
+    ring_check(&two, 2)?;
+    // The argument checks of aclshmemx_set_attr_uniqueid_args.
+    let mut c = Attributes::new(0, 0, "", 0);
+    check_code!(
+        set_attr_uniqueid_args(0, 16385, 2 << 20, &uid, &mut c),
+        Code::InvalidValue
+    );
+    check_code!(
+        set_attr_uniqueid_args(16384, 2, 2 << 20, &uid, &mut c),
+        Code::InvalidValue
+    );
+    check_code!(
+        set_attr_uniqueid_args(0, 2, (40 << 30) + 1, &uid, &mut c),
+        Code::InvalidValue
+    );
+    // UNIQUEID flags without an id are refused.
+    check_code!(
+        cann::init_attr(
+            INIT_WITH_UNIQUEID,
+            &attrs_for(ctx, 3, &all(ctx)).expect("member")
+        ),
+        Code::InvalidParam
+    );
+    for id in [2, 1, 0] {
+        cann::finalize_instance(id)?;
+    }
     Ok(())
 }

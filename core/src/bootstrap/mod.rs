@@ -18,6 +18,7 @@
 pub(crate) mod client;
 pub(crate) mod rendezvous;
 pub(crate) mod server;
+pub(crate) mod uid;
 pub(crate) mod url;
 pub(crate) mod wire;
 
