@@ -41,6 +41,9 @@ struct Args {
     /// Skip the Open MPI OpenSHMEM comparison.
     #[arg(long)]
     no_oshmem: bool,
+    /// Also measure the multi-instance costs (switching, create/finalize, 255 live instances).
+    #[arg(long)]
+    multi_instance: bool,
     /// PE counts for the barrier measurements.
     #[arg(long, value_delimiter = ',', default_values_t = vec![2u32, 4, 8])]
     barrier_pes: Vec<u32>,
@@ -64,6 +67,84 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A port range that every PE of the multi-instance scenario uses, chosen by the driver.
+const RANGE_VAR: &str = "SHMEM_BENCH_PORT_RANGE";
+
+fn rss_kib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+fn open_fds() -> f64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count()) as f64
+}
+
+/// The multi-instance costs: switching the active instance (CANN's context set), creating and
+/// finalising an instance on every PE, and 255 live instances.
+fn multi_instance(world: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), shmem::Error> {
+    let me = world.my_pe();
+    let n = world.n_pes() as i32;
+    let range = std::env::var(RANGE_VAR).unwrap_or_else(|_| "21000:21300".into());
+    let attrs = |id: u64| {
+        let mut a = shmem::Attributes::new(me as i32, n, "tcp://127.0.0.1:0", 2 << 20);
+        a.instance_id = id;
+        a.port_range = Some(range.clone());
+        a
+    };
+    // Create + finalize of instance 1, 21 rounds.
+    let create = median_per_op(9, 2, || {
+        for _ in 0..2 {
+            Instance::init(&attrs(1)).expect("init").finalize().expect("finalize");
+        }
+    });
+    results.insert("mi_create_finalize".into(), create);
+    // Switching the active instance between two live instances (CANN's ctx_set).
+    let a = shmem::cann::init_attr(shmem::cann::INIT_WITH_DEFAULT, &attrs(2))?;
+    let b = shmem::cann::init_attr(shmem::cann::INIT_WITH_DEFAULT, &attrs(3))?;
+    let switch = median_per_op(9, 100_000, || {
+        for k in 0..100_000u64 {
+            shmem::cann::instance_ctx_set(2 + (k & 1)).expect("ctx_set");
+        }
+    });
+    results.insert("mi_switch".into(), switch);
+    shmem::cann::finalize_instance(2)?;
+    shmem::cann::finalize_instance(3)?;
+    drop((a, b));
+    world.barrier_all()?;
+    // 255 live instances (1..=255).
+    let (rss0, fds0) = (rss_kib(), open_fds());
+    let t = std::time::Instant::now();
+    let live: Vec<Instance> = (1..=255).map(|id| Instance::init(&attrs(id))).collect::<Result<_, _>>()?;
+    let created = t.elapsed().as_secs_f64();
+    world.barrier_all()?;
+    let (rss1, fds1) = (rss_kib(), open_fds());
+    let t = std::time::Instant::now();
+    for inst in &live {
+        inst.finalize()?;
+    }
+    let finalized = t.elapsed().as_secs_f64();
+    drop(live);
+    world.barrier_all()?;
+    let (rss2, fds2) = (rss_kib(), open_fds());
+    // Every PE reports its figures; PE 0 prints them all.
+    let mine = [created, finalized, rss1 - rss0, fds1 - fds0, rss2 - rss0, fds2 - fds0];
+    let table = world.calloc::<f64>(mine.len() * n as usize)?;
+    table.slice(me as usize * mine.len()..(me as usize + 1) * mine.len()).put(&mine, 0)?;
+    world.barrier_all()?;
+    if me == 0 {
+        let all = table.as_slice().to_vec(0)?;
+        for (pe, row) in all.chunks(mine.len()).enumerate() {
+            for (k, name) in ["create255_s", "finalize255_s", "rss255_kib", "fds255", "rss_after_kib", "fds_after"].iter().enumerate() {
+                results.insert(format!("mi_pe{pe}_{name}"), row[k]);
+            }
+        }
+    }
+    table.free()?;
+    Ok(())
 }
 
 /// The PE side: measures and prints `RESULT` lines on PE 0.
@@ -117,6 +198,9 @@ fn pe_main(role: &str) -> Result<(), shmem::Error> {
         }
     }
     inst.barrier_all()?;
+    if role == "multi_instance" {
+        multi_instance(&inst, &mut results)?;
+    }
     let n = inst.n_pes();
     let reps = if n > 4 { 500 } else { 2000 };
     let b = median_per_op(9, reps, || {
@@ -134,11 +218,21 @@ fn pe_main(role: &str) -> Result<(), shmem::Error> {
     inst.finalize()
 }
 
+/// A block of 300 free ports below the ephemeral range, for the instances' bootstrap servers.
+fn free_port_range() -> String {
+    let base = (0..100u16)
+        .map(|k| 20000 + (std::process::id() as u16 % 37 + k * 53) % 40 * 300)
+        .find(|&b| (b + 1..=b + 255).step_by(17).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()))
+        .unwrap_or(21000);
+    format!("{base}:{}", base + 299)
+}
+
 fn launch(role: &str, n: u32) -> Result<BTreeMap<String, f64>, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let report = Job::new(exe)
         .n_pes(n)
         .env(ROLE, role)
+        .env(RANGE_VAR, free_port_range())
         .env("SHMEM_SYMMETRIC_SIZE", "16M")
         .timeout(Duration::from_secs(300))
         .output(Output::Capture)
@@ -269,5 +363,25 @@ fn driver(args: &Args) -> Result<(), String> {
     }
     print!("{}", t.render());
     println!("OSHMEM column: {osh_note}");
+    if args.multi_instance {
+        let mi = launch("multi_instance", 4)?;
+        let g = |k: &str| mi.get(k).copied().ok_or_else(|| format!("missing result {k}"));
+        println!("\nmulti-instance, 4 PEs (medians of 9 batches):");
+        println!("  switch the active instance (cann::instance_ctx_set): {}", us(g("mi_switch")?));
+        println!("  create + finalize one instance on all 4 PEs:         {}", us(g("mi_create_finalize")?));
+        let mut t = Table::new(&["PE", "create 255", "finalize 255", "memory of 255 live", "descriptors of 255 live", "left after finalize"]);
+        for pe in 0..4 {
+            let k = |name: &str| g(&format!("mi_pe{pe}_{name}"));
+            t.row(vec![
+                pe.to_string(),
+                format!("{:.0} ms", k("create255_s")? * 1e3),
+                format!("{:.0} ms", k("finalize255_s")? * 1e3),
+                format!("+{:.1} MiB", k("rss255_kib")? / 1024.0),
+                format!("+{:.0}", k("fds255")?),
+                format!("{:+.1} MiB, {:+.0} fds", k("rss_after_kib")? / 1024.0, k("fds_after")?),
+            ]);
+        }
+        print!("{}", t.render());
+    }
     Ok(())
 }
