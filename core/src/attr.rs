@@ -159,6 +159,11 @@ pub enum InitMode {
     /// `ACLSHMEMX_INIT_WITH_UNIQUEID`: meet through the unique id PE 0 made
     /// ([`UniqueId::new`]) and the program broadcast.
     UniqueId(UniqueId),
+    /// `ACLSHMEMX_INIT_WITH_MPI`: bootstrap over a duplicate of this MPI communicator (`None`
+    /// is `MPI_COMM_WORLD`), with Open MPI's `libmpi` loaded at run time. If MPI is not yet
+    /// initialised, the library initialises it (and then only `MPI_COMM_WORLD` or
+    /// `MPI_COMM_SELF` may be used), as CANN does.
+    Mpi(Option<crate::mpi::Comm>),
     /// For PEs of one host started by a launcher that gives ranks but no address (`mpirun`,
     /// `srun`): PE 0 announces its bootstrap address and a job secret on an abstract Unix
     /// socket named after this job key and the instance id.

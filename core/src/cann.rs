@@ -132,7 +132,9 @@ fn mode_from_flags(flags: u32, attrs: &Attributes) -> Result<Attributes> {
             ));
         }
     } else if flags & INIT_WITH_MPI != 0 {
-        return Err(Error::NotSupported("MPI init is being added".into()));
+        if !matches!(a.mode, InitMode::Mpi(_)) {
+            a.mode = InitMode::Mpi(None);
+        }
     } else if uid && Instance::usable_ip_port(&a) {
         // DEFAULT with a valid ip_port wins over a unique id in comm_args.
         a.mode = InitMode::Default;

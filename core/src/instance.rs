@@ -300,6 +300,16 @@ impl Instance {
     /// Meets the instance's other PEs as `attrs.mode` says.
     fn bootstrap(attrs: &Attributes, my_pe: u32, n_pes: u32) -> Result<Box<dyn Bootstrap>> {
         let (url, listener, secret) = match &attrs.mode {
+            InitMode::Mpi(comm) => {
+                let b = crate::bootstrap::mpi::MpiBootstrap::new(
+                    *comm,
+                    my_pe,
+                    n_pes,
+                    attrs.instance_id,
+                )
+                .map_err(init_error)?;
+                return Ok(Box::new(b));
+            }
             InitMode::Default => {
                 let url = Self::bootstrap_url(attrs)?;
                 let listener = if my_pe == 0 && attrs.options.sock_fd > 0 {

@@ -31,6 +31,7 @@ pub(crate) mod heap;
 mod instance;
 mod launch;
 mod log;
+pub mod mpi;
 mod registry;
 mod rma;
 mod settings;

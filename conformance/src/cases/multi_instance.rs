@@ -64,6 +64,13 @@ pub(crate) fn cases() -> Vec<Case> {
         .pes(&[4])
         .relaxed()
         .via_mpirun(),
+        Case::new(
+            "multi_instance::under_mpirun_with_mpi_bootstraps",
+            under_mpirun_mpi,
+        )
+        .pes(&[4])
+        .relaxed()
+        .via_mpirun(),
     ]
 }
 
@@ -768,5 +775,55 @@ fn unique_id_cann(ctx: &Ctx) -> Outcome {
     for id in [2, 1, 0] {
         cann::finalize_instance(id)?;
     }
+    Ok(())
+}
+
+/// Under `mpirun` in MPI mode: the program initialises MPI, instance 0 bootstraps over
+/// `MPI_COMM_WORLD` (CANN's MPI flag, through `shmem::cann`), instance 1 over the world again
+/// (each instance duplicates its communicator) and instance 2 over a split communicator of the
+/// even ranks.
+fn under_mpirun_mpi(ctx: &Ctx) -> Outcome {
+    use shmem::InitMode;
+    use shmem::mpi::Mpi;
+    let mpi = Mpi::get().map_err(|e| Failure(format!("loading libmpi: {e}")))?;
+    mpi.init().map_err(|e| Failure(format!("MPI_Init: {e}")))?;
+    let world_comm = mpi.world();
+    check_eq!(
+        world_comm.rank().map_err(|e| Failure(e.to_string()))?,
+        ctx.pe as i32
+    );
+    let evens = world_comm
+        .split(ctx.pe.is_multiple_of(2).then_some(0), ctx.pe as i32)
+        .map_err(|e| Failure(e.to_string()))?;
+    let base = |id: u64, my_pe: u32, n: u32| {
+        let mut a = Attributes::new(my_pe as i32, n as i32, "", 2 << 20);
+        a.instance_id = id;
+        a
+    };
+    let world = cann::init_attr(shmem::cann::INIT_WITH_MPI, &base(0, ctx.pe, ctx.n_pes))?;
+    ring_check(&world, 0)?;
+    let mut a1 = base(1, ctx.pe, ctx.n_pes);
+    a1.mode = InitMode::Mpi(Some(world_comm));
+    let one = Instance::init(&a1)?;
+    let two = match evens {
+        Some(c) => {
+            let mut a2 = base(2, ctx.pe / 2, ctx.n_pes.div_ceil(2));
+            a2.mode = InitMode::Mpi(Some(c));
+            Some((Instance::init(&a2)?, c))
+        }
+        None => None,
+    };
+    ring_check(&one, 1)?;
+    if let Some((two, _)) = &two {
+        ring_check(two, 2)?;
+    }
+    if let Some((two, c)) = two {
+        two.finalize()?;
+        c.free().map_err(|e| Failure(e.to_string()))?;
+    }
+    one.finalize()?;
+    cann::finalize()?;
+    mpi.finalize()
+        .map_err(|e| Failure(format!("MPI_Finalize: {e}")))?;
     Ok(())
 }

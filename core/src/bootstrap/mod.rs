@@ -16,6 +16,7 @@
 //! of the process: the peers see this PE as lost (and, for PE 0, the server stops at once).
 
 pub(crate) mod client;
+pub(crate) mod mpi;
 pub(crate) mod rendezvous;
 pub(crate) mod server;
 pub(crate) mod uid;

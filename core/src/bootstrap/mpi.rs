@@ -1,0 +1,798 @@
+//! The MPI bootstrap: the PEs of an instance meet through an MPI communicator (CANN's
+//! `aclshmem_bootstrap_mpi.so` plugin, `ACLSHMEMX_INIT_WITH_MPI`).
+//!
+//! [`MpiBootstrap::new`] takes a communicator (`None`: `MPI_COMM_WORLD`). As in CANN:
+//! - if MPI is not initialised, the bootstrap initialises it (asking for
+//!   `MPI_THREAD_MULTIPLE`), and then only `MPI_COMM_WORLD` or `MPI_COMM_SELF` may be given
+//!   (no other communicator can exist yet); if MPI was finalised, it fails;
+//! - it duplicates the communicator (`MPI_Comm_dup`), so every instance has its own
+//!   communication context and never shares one with another instance or with the
+//!   application;
+//! - the communicator's rank and size must equal the PE and PE count the instance was given.
+//!   Unlike CANN, this is checked collectively (one allgather of every rank's PE, PE count and
+//!   instance id), so that every rank fails with the same message naming the rank that
+//!   disagreed, instead of the others waiting forever;
+//! - barrier is `MPI_Barrier`; allgather allgathers the payload lengths, then does one
+//!   `MPI_Allgather` of `MPI_BYTE`s with every payload padded to the longest; `global_exit` is
+//!   `MPI_Abort` on the duplicate; `check_alive` is always `Ok` (MPI has no liveness: `mpirun`
+//!   ends the job when a rank dies);
+//! - finalize is collective: a barrier, then `MPI_Comm_free` of the duplicate, then
+//!   `MPI_Finalize`, but only if a bootstrap initialised MPI and this was the last live MPI
+//!   bootstrap of the process. If the application initialised MPI (in C, or with
+//!   [`Mpi::init`]), finalising MPI is left to it. Once MPI is finalised, no MPI bootstrap can be
+//!   created again in this process (MPI cannot be re-initialised).
+//!
+//! The duplicate's error handler is `MPI_ERRORS_RETURN`, so MPI failures on it are returned
+//! as [`BootstrapError`]s (naming the call and MPI's error text) instead of ending the job.
+//!
+//! **Threads.** Calls on one bootstrap are serialised by a per-instance lock: MPI forbids
+//! concurrent collectives on one communicator, and an allgather is two MPI collectives that
+//! must stay paired. Different instances run concurrently when MPI provides
+//! `MPI_THREAD_MULTIPLE`; when it provides less, [`crate::mpi`] serialises all of the
+//! process's MPI calls with one process-wide lock, so a thread blocked in one instance's
+//! collective holds up every other instance's MPI calls in this process until it completes
+//! (see the [`crate::mpi`] documentation).
+//!
+//! **Testing.** The tests that need several ranks are `#[ignore]`d: they only make sense under
+//! `mpirun`, one test per run (MPI can be initialised only once per process):
+//!
+//! ```text
+//! cargo test -p shmem --lib --no-run          # prints target/debug/deps/shmem-<hash>
+//! mpirun --allow-run-as-root --oversubscribe -np 4 target/debug/deps/shmem-<hash> \
+//!     --ignored --exact bootstrap::mpi::tests::under_mpirun_collectives --test-threads 1
+//! # the same for under_mpirun_serialized and under_mpirun_funneled (MPI initialised below
+//! # MPI_THREAD_MULTIPLE by the "application"); and, expected to abort the job with exit
+//! # status 7:
+//! mpirun --allow-run-as-root --oversubscribe -np 2 target/debug/deps/shmem-<hash> \
+//!     --ignored --exact bootstrap::mpi::tests::under_mpirun_global_exit --test-threads 1
+//! ```
+
+// Until the instance layer selects this bootstrap, only its tests construct it.
+#![allow(
+    dead_code,
+    reason = "not yet selected by Instance::init; exercised by the tests below"
+)]
+
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::{Bootstrap, BootstrapError};
+use crate::mpi::{Comm, Mpi, MpiError, MpiErrorKind};
+
+/// Process-wide: how many MPI bootstraps are live, and whether one of them initialised MPI.
+struct Live {
+    count: usize,
+    bootstrap_initialised_mpi: bool,
+}
+
+static LIVE: Mutex<Live> = Mutex::new(Live {
+    count: 0,
+    bootstrap_initialised_mpi: false,
+});
+
+fn live() -> MutexGuard<'static, Live> {
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One bootstrap's place in [`LIVE`]'s count; released once, by finalize or on drop.
+struct LiveSlot {
+    held: AtomicBool,
+}
+
+impl LiveSlot {
+    /// Counts a new bootstrap; initialises MPI first if it is not (then only WORLD and SELF
+    /// are accepted). Everything happens under the [`LIVE`] lock, so that a concurrent last
+    /// finalize cannot finalise MPI between the check and the count.
+    fn take(mpi: &'static Mpi, parent: Comm) -> Result<LiveSlot, BootstrapError> {
+        let mut l = live();
+        let finalised = mpi
+            .is_finalized()
+            .map_err(|e| mpi_err("checking whether MPI was finalised", e))?;
+        if finalised {
+            return Err(BootstrapError::Invalid(
+                "MPI was finalised in this process, so no MPI bootstrap can be created (MPI \
+                 cannot be initialised twice)"
+                    .into(),
+            ));
+        }
+        let usable = mpi
+            .is_initialized()
+            .map_err(|e| mpi_err("checking whether MPI is initialised", e))?;
+        if !usable {
+            if parent != mpi.world() && parent != mpi.self_comm() {
+                return Err(BootstrapError::Invalid(format!(
+                    "MPI is not initialised, so the MPI bootstrap can only use MPI_COMM_WORLD \
+                     or MPI_COMM_SELF, but was given communicator {:#x}",
+                    parent.as_raw()
+                )));
+            }
+            let initialised_here = mpi
+                .init_here()
+                .map_err(|e| mpi_err("initialising MPI for the MPI bootstrap", e))?;
+            if initialised_here {
+                l.bootstrap_initialised_mpi = true;
+            }
+        }
+        l.count += 1;
+        Ok(LiveSlot {
+            held: AtomicBool::new(true),
+        })
+    }
+
+    /// Gives the slot back; if it was the last one and a bootstrap initialised MPI, finalises
+    /// MPI (under the [`LIVE`] lock). Does nothing the second time.
+    fn release(&self, mpi: &Mpi, may_finalize: bool) -> Result<(), BootstrapError> {
+        if !self.held.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let mut l = live();
+        l.count = l.count.saturating_sub(1);
+        if l.count == 0 && l.bootstrap_initialised_mpi && may_finalize {
+            l.bootstrap_initialised_mpi = false;
+            tracing::debug!(
+                "mpi bootstrap: the last one finalises MPI, which a bootstrap initialised"
+            );
+            mpi.finalize()
+                .map_err(|e| mpi_err("finalising MPI after the last MPI bootstrap", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Maps an [`MpiError`] to a [`BootstrapError`], with `what` saying what was being done.
+fn mpi_err(what: impl fmt::Display, e: MpiError) -> BootstrapError {
+    match e.kind() {
+        MpiErrorKind::Usage => BootstrapError::Invalid(format!("{what}: {e}")),
+        MpiErrorKind::Unavailable => BootstrapError::Io {
+            context: what.to_string(),
+            source: io::Error::new(io::ErrorKind::NotFound, e),
+        },
+        _ => BootstrapError::Io {
+            context: what.to_string(),
+            source: io::Error::other(e),
+        },
+    }
+}
+
+/// A PE's membership in one instance's MPI communicator (a private duplicate).
+pub(crate) struct MpiBootstrap {
+    mpi: &'static Mpi,
+    /// Our duplicate of the communicator we were given.
+    comm: Comm,
+    my_pe: u32,
+    n_pes: u32,
+    instance_id: u64,
+    /// Serialises this instance's collectives (one communicator, one collective at a time).
+    ops: Mutex<()>,
+    finalized: AtomicBool,
+    slot: LiveSlot,
+}
+
+impl fmt::Debug for MpiBootstrap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MpiBootstrap")
+            .field("comm", &format_args!("{:#x}", self.comm.as_raw()))
+            .field("my_pe", &self.my_pe)
+            .field("n_pes", &self.n_pes)
+            .field("instance_id", &self.instance_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The bytes of one rank's membership record: PE, PE count, instance id.
+const RECORD: usize = 16;
+
+fn encode_record(my_pe: u32, n_pes: u32, instance_id: u64) -> [u8; RECORD] {
+    let mut r = [0u8; RECORD];
+    r[0..4].copy_from_slice(&my_pe.to_le_bytes());
+    r[4..8].copy_from_slice(&n_pes.to_le_bytes());
+    r[8..16].copy_from_slice(&instance_id.to_le_bytes());
+    r
+}
+
+fn decode_record(r: &[u8]) -> (u32, u32, u64) {
+    let mut pe = [0u8; 4];
+    let mut n = [0u8; 4];
+    let mut id = [0u8; 8];
+    pe.copy_from_slice(&r[0..4]);
+    n.copy_from_slice(&r[4..8]);
+    id.copy_from_slice(&r[8..16]);
+    (
+        u32::from_le_bytes(pe),
+        u32::from_le_bytes(n),
+        u64::from_le_bytes(id),
+    )
+}
+
+/// The bytes of one length in the first allgather.
+const LEN_BYTES: usize = 8;
+
+/// Decodes the allgathered lengths (`LEN_BYTES` little-endian bytes per rank).
+fn decode_lengths(raw: &[u8]) -> Result<Vec<usize>, BootstrapError> {
+    if !raw.len().is_multiple_of(LEN_BYTES) {
+        return Err(BootstrapError::Protocol(format!(
+            "allgather: {} bytes of lengths is not a whole number of {LEN_BYTES}-byte lengths",
+            raw.len()
+        )));
+    }
+    raw.chunks_exact(LEN_BYTES)
+        .enumerate()
+        .map(|(pe, c)| {
+            let mut b = [0u8; LEN_BYTES];
+            b.copy_from_slice(c);
+            let len = u64::from_le_bytes(b);
+            usize::try_from(len).map_err(|_| {
+                BootstrapError::Invalid(format!(
+                    "allgather: PE {pe} sends {len} bytes, more than this process can hold"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The padded width of every rank's slot: the longest payload. Fails (identically on every
+/// rank, since all see the same lengths) when it exceeds MPI's `int` count or the total does
+/// not fit in memory.
+fn padded_width(lens: &[usize]) -> Result<usize, BootstrapError> {
+    let width = lens.iter().copied().max().unwrap_or(0);
+    let (pe, _) = lens
+        .iter()
+        .enumerate()
+        .max_by_key(|&(_, &l)| l)
+        .unwrap_or((0, &0));
+    if i32::try_from(width).is_err() {
+        return Err(BootstrapError::Invalid(format!(
+            "allgather: PE {pe} sends {width} bytes, more than MPI's count limit of {} bytes",
+            i32::MAX
+        )));
+    }
+    match width.checked_mul(lens.len()) {
+        Some(total) if isize::try_from(total).is_ok() => Ok(width),
+        _ => Err(BootstrapError::Invalid(format!(
+            "allgather: {} PEs x {width} bytes do not fit in memory",
+            lens.len()
+        ))),
+    }
+}
+
+/// `mine` padded with zeros to `width` bytes (`width >= mine.len()`).
+fn pad(mine: &[u8], width: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(width);
+    v.extend_from_slice(mine);
+    v.resize(width, 0);
+    v
+}
+
+/// Splits the padded allgather result into every rank's payload.
+fn unpad(recv: &[u8], lens: &[usize], width: usize) -> Result<Vec<Vec<u8>>, BootstrapError> {
+    if Some(recv.len()) != width.checked_mul(lens.len()) {
+        return Err(BootstrapError::Protocol(format!(
+            "allgather: received {} bytes for {} PEs x {width} bytes",
+            recv.len(),
+            lens.len()
+        )));
+    }
+    lens.iter()
+        .enumerate()
+        .map(|(pe, &len)| {
+            if len > width {
+                return Err(BootstrapError::Protocol(format!(
+                    "allgather: PE {pe}'s {len} bytes exceed the padded width {width}"
+                )));
+            }
+            let start = pe * width;
+            Ok(recv[start..start + len].to_vec())
+        })
+        .collect()
+}
+
+impl MpiBootstrap {
+    /// Joins the instance's PEs through `comm` (`None`: `MPI_COMM_WORLD`), initialising MPI
+    /// if it is not (then only WORLD or SELF are accepted). Collective over `comm`: every
+    /// rank must call it, in the same order relative to other collectives on `comm`. This
+    /// rank's rank and size in `comm` must be `my_pe` and `n_pes`, and every rank must pass
+    /// the same `instance_id`; otherwise every rank fails naming the rank that disagrees.
+    pub(crate) fn new(
+        comm: Option<Comm>,
+        my_pe: u32,
+        n_pes: u32,
+        instance_id: u64,
+    ) -> Result<MpiBootstrap, BootstrapError> {
+        if n_pes == 0 {
+            return Err(BootstrapError::Invalid("n_pes must be at least 1".into()));
+        }
+        if my_pe >= n_pes {
+            return Err(BootstrapError::Invalid(format!(
+                "PE {my_pe} is out of range for {n_pes} PEs"
+            )));
+        }
+        let mpi = Mpi::get().map_err(|e| mpi_err("loading MPI for the MPI bootstrap", e))?;
+        let parent = comm.unwrap_or_else(|| mpi.world());
+        let slot = LiveSlot::take(mpi, parent)?;
+        let what = |op: &str| format!("MPI bootstrap of instance {instance_id}, PE {my_pe}: {op}");
+        let dup = match parent.dup() {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = slot.release(mpi, false);
+                return Err(mpi_err(what("duplicating the communicator"), e));
+            }
+        };
+        let me = MpiBootstrap {
+            mpi,
+            comm: dup,
+            my_pe,
+            n_pes,
+            instance_id,
+            ops: Mutex::new(()),
+            finalized: AtomicBool::new(false),
+            slot,
+        };
+        if let Err(e) = me.verify_membership() {
+            me.finalized.store(true, Ordering::Release);
+            if let Err(free) = me.comm.free() {
+                tracing::warn!("{}: {free}", what("freeing the duplicate"));
+            }
+            let _ = me.slot.release(mpi, false);
+            return Err(e);
+        }
+        tracing::debug!(
+            instance = instance_id,
+            pe = my_pe,
+            n_pes,
+            "mpi bootstrap: joined (thread_multiple = {:?})",
+            mpi.thread_multiple().ok()
+        );
+        Ok(me)
+    }
+
+    /// Sets `MPI_ERRORS_RETURN` on the duplicate, then checks collectively that every rank's
+    /// (PE, PE count, instance id) agrees with its rank and the communicator's size.
+    fn verify_membership(&self) -> Result<(), BootstrapError> {
+        self.comm
+            .set_errors_return()
+            .map_err(|e| mpi_err(self.what("setting MPI_ERRORS_RETURN"), e))?;
+        let rank = self
+            .comm
+            .rank()
+            .map_err(|e| mpi_err(self.what("MPI_Comm_rank"), e))?;
+        let size = self
+            .comm
+            .size()
+            .map_err(|e| mpi_err(self.what("MPI_Comm_size"), e))?;
+        let mine = encode_record(self.my_pe, self.n_pes, self.instance_id);
+        let size_usize = usize::try_from(size).unwrap_or(0);
+        let mut all = vec![0u8; RECORD * size_usize];
+        self.comm
+            .allgather_bytes(&mine, &mut all)
+            .map_err(|e| mpi_err(self.what("exchanging the membership records"), e))?;
+        let mut bad = Vec::new();
+        let mut first_id = None;
+        for (r, rec) in all.chunks_exact(RECORD).enumerate() {
+            let (pe, n, id) = decode_record(rec);
+            let first = *first_id.get_or_insert(id);
+            if i64::from(pe) != r as i64 || i64::from(n) != i64::from(size) {
+                bad.push(format!(
+                    "MPI rank {r} of {size} was given PE {pe} of {n} (the MPI bootstrap \
+                     requires the PE and PE count to equal the rank and size in the \
+                     communicator)"
+                ));
+            } else if id != first {
+                bad.push(format!(
+                    "MPI rank {r} was given instance id {id}, but rank 0 instance id {first}"
+                ));
+            }
+        }
+        if bad.is_empty() {
+            return Ok(());
+        }
+        let here =
+            if i64::from(rank) != i64::from(self.my_pe) || size as i64 != i64::from(self.n_pes) {
+                format!(
+                    " (this process is rank {rank} of {size}, given PE {} of {})",
+                    self.my_pe, self.n_pes
+                )
+            } else {
+                String::new()
+            };
+        let shown = bad.len().min(4);
+        let more = if bad.len() > shown {
+            format!("; and {} more", bad.len() - shown)
+        } else {
+            String::new()
+        };
+        Err(BootstrapError::Invalid(format!(
+            "MPI bootstrap of instance {}: the ranks disagree: {}{more}{here}",
+            self.instance_id,
+            bad[..shown].join("; ")
+        )))
+    }
+
+    fn what(&self, op: &str) -> String {
+        format!(
+            "MPI bootstrap of instance {}, PE {}: {op}",
+            self.instance_id, self.my_pe
+        )
+    }
+
+    /// The per-instance lock, after checking that the bootstrap is not finalised.
+    fn begin(&self) -> Result<MutexGuard<'_, ()>, BootstrapError> {
+        if self.finalized.load(Ordering::Acquire) {
+            return Err(BootstrapError::Finalized { pe: self.my_pe });
+        }
+        let g = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.finalized.load(Ordering::Acquire) {
+            return Err(BootstrapError::Finalized { pe: self.my_pe });
+        }
+        Ok(g)
+    }
+}
+
+impl Bootstrap for MpiBootstrap {
+    fn barrier(&self) -> Result<(), BootstrapError> {
+        let _ops = self.begin()?;
+        self.comm
+            .barrier()
+            .map_err(|e| mpi_err(self.what("barrier"), e))
+    }
+
+    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        let _ops = self.begin()?;
+        let n = self.n_pes as usize;
+        let my_len = u64::try_from(mine.len()).map_err(|_| {
+            BootstrapError::Invalid(format!("allgather: {} bytes is too large", mine.len()))
+        })?;
+        let mut raw = vec![0u8; LEN_BYTES * n];
+        self.comm
+            .allgather_bytes(&my_len.to_le_bytes(), &mut raw)
+            .map_err(|e| mpi_err(self.what("allgather of the payload lengths"), e))?;
+        let lens = decode_lengths(&raw)?;
+        if lens.get(self.my_pe as usize) != Some(&mine.len()) {
+            return Err(BootstrapError::Protocol(format!(
+                "allgather: slot {} holds {:?} bytes, but this PE sent {}",
+                self.my_pe,
+                lens.get(self.my_pe as usize),
+                mine.len()
+            )));
+        }
+        let width = padded_width(&lens)?;
+        if width == 0 {
+            return Ok(vec![Vec::new(); n]);
+        }
+        let send = pad(mine, width);
+        let mut recv = vec![0u8; width * n];
+        self.comm
+            .allgather_bytes(&send, &mut recv)
+            .map_err(|e| mpi_err(self.what("allgather of the payloads"), e))?;
+        unpad(&recv, &lens, width)
+    }
+
+    fn check_alive(&self) -> Result<(), BootstrapError> {
+        // MPI reports no liveness; mpirun ends the whole job when a rank dies.
+        Ok(())
+    }
+
+    fn global_exit(&self, status: i32) {
+        tracing::error!(
+            instance = self.instance_id,
+            pe = self.my_pe,
+            "mpi bootstrap: global_exit({status}): MPI_Abort"
+        );
+        // Our duplicate, or (if it was freed already) MPI_COMM_WORLD.
+        let first = self.comm.abort(status);
+        let res = first.or_else(|_| self.mpi.world().abort(status));
+        if let Err(e) = res {
+            tracing::warn!(
+                instance = self.instance_id,
+                pe = self.my_pe,
+                "mpi bootstrap: {e}; the caller exits, and mpirun then ends the job"
+            );
+        }
+    }
+
+    fn finalize(&self) -> Result<(), BootstrapError> {
+        let ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.finalized.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let barrier = self
+            .comm
+            .barrier()
+            .map_err(|e| mpi_err(self.what("the finalize barrier"), e));
+        let free = self
+            .comm
+            .free()
+            .map_err(|e| mpi_err(self.what("freeing the communicator"), e));
+        drop(ops);
+        let fin = self.slot.release(self.mpi, true);
+        tracing::debug!(
+            instance = self.instance_id,
+            pe = self.my_pe,
+            "mpi bootstrap: finalized"
+        );
+        barrier.and(free).and(fin)
+    }
+}
+
+impl Drop for MpiBootstrap {
+    fn drop(&mut self) {
+        if !self.finalized.load(Ordering::Acquire) {
+            tracing::debug!(
+                instance = self.instance_id,
+                pe = self.my_pe,
+                "mpi bootstrap: dropped without finalize; its communicator is not freed"
+            );
+        }
+        // Never finalises MPI from a drop: that is collective.
+        let _ = self.slot.release(self.mpi, false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_round_trips_variable_lengths() {
+        let payloads: Vec<Vec<u8>> = vec![vec![], vec![1], (0..=255).collect(), vec![7; 3], vec![]];
+        let mut raw = Vec::new();
+        for p in &payloads {
+            raw.extend_from_slice(&(p.len() as u64).to_le_bytes());
+        }
+        let lens = decode_lengths(&raw).unwrap();
+        assert_eq!(lens, vec![0, 1, 256, 3, 0]);
+        let width = padded_width(&lens).unwrap();
+        assert_eq!(width, 256);
+        let mut recv = Vec::new();
+        for p in &payloads {
+            let padded = pad(p, width);
+            assert_eq!(padded.len(), width);
+            assert_eq!(&padded[..p.len()], &p[..]);
+            assert!(padded[p.len()..].iter().all(|&b| b == 0));
+            recv.extend_from_slice(&padded);
+        }
+        assert_eq!(unpad(&recv, &lens, width).unwrap(), payloads);
+    }
+
+    #[test]
+    fn padding_edge_cases() {
+        assert_eq!(padded_width(&[0, 0, 0]).unwrap(), 0);
+        assert_eq!(padded_width(&[]).unwrap(), 0);
+        assert_eq!(unpad(&[], &[0, 0], 0).unwrap(), vec![Vec::<u8>::new(); 2]);
+        let too_big = i32::MAX as usize + 1;
+        let e = padded_width(&[1, too_big]).unwrap_err().to_string();
+        assert!(e.contains("PE 1") && e.contains("count limit"), "{e}");
+        assert!(decode_lengths(&[0; 7]).is_err());
+        assert!(unpad(&[0; 5], &[1, 1], 3).is_err());
+        assert!(unpad(&[0; 6], &[4, 1], 3).is_err());
+    }
+
+    #[test]
+    fn membership_records_round_trip() {
+        let r = encode_record(3, 9, u64::MAX - 1);
+        assert_eq!(decode_record(&r), (3, 9, u64::MAX - 1));
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_before_touching_mpi() {
+        let e = MpiBootstrap::new(None, 2, 2, 1).unwrap_err().to_string();
+        assert!(e.contains("PE 2 is out of range for 2 PEs"), "{e}");
+        assert!(MpiBootstrap::new(None, 0, 0, 1).is_err());
+        // A communicator other than WORLD/SELF while MPI is not initialised: refused, and
+        // MPI stays uninitialised.
+        let mpi = Mpi::get().expect("Open MPI is installed on this machine");
+        // SAFETY: the handle is never passed to MPI: the bootstrap refuses it first.
+        let bogus = unsafe { Comm::from_raw(0x1000) };
+        let e = MpiBootstrap::new(Some(bogus), 0, 1, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MPI_COMM_WORLD or MPI_COMM_SELF"), "{e}");
+        assert!(!mpi.is_initialized().unwrap());
+    }
+
+    /// Under mpirun, rank and size come from Open MPI's launcher environment, so that the
+    /// bootstrap itself initialises MPI (as CANN's plugin does).
+    fn launcher_rank_size() -> (u32, u32) {
+        let var = |name: &str| -> u32 {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{name} is not set: run this test under mpirun"))
+        };
+        (var("OMPI_COMM_WORLD_RANK"), var("OMPI_COMM_WORLD_SIZE"))
+    }
+
+    /// A payload whose length and content depend on the PE, the round and a tag.
+    fn payload(pe: u32, round: u32, tag: u8) -> Vec<u8> {
+        let len = ((pe * 37 + round * 11 + u32::from(tag)) % 300) as usize;
+        let len = if (pe + round).is_multiple_of(5) {
+            0
+        } else {
+            len
+        };
+        (0..len)
+            .map(|i| (i as u32 ^ pe.wrapping_mul(131) ^ round ^ u32::from(tag)) as u8)
+            .collect()
+    }
+
+    fn check_allgather(b: &MpiBootstrap, round: u32, tag: u8) {
+        let got = b
+            .allgather(&payload(b.my_pe, round, tag))
+            .unwrap_or_else(|e| panic!("allgather {tag} round {round}: {e}"));
+        assert_eq!(got.len(), b.n_pes as usize);
+        for (pe, bytes) in got.iter().enumerate() {
+            assert_eq!(
+                bytes,
+                &payload(pe as u32, round, tag),
+                "instance {} round {round}: PE {pe}'s bytes",
+                b.instance_id
+            );
+        }
+    }
+
+    #[test]
+    #[ignore = "run under mpirun: see module docs"]
+    fn under_mpirun_collectives() {
+        let (rank, size) = launcher_rank_size();
+        let mpi = Mpi::get().expect("load MPI");
+        assert!(!mpi.is_initialized().unwrap());
+
+        // The bootstrap initialises MPI, and two instances over WORLD get separate duplicates.
+        let a = MpiBootstrap::new(None, rank, size, 1).expect("bootstrap a");
+        assert!(mpi.is_initialized().unwrap());
+        let b = MpiBootstrap::new(None, rank, size, 2).expect("bootstrap b");
+        assert_ne!(a.comm, b.comm);
+        assert_ne!(a.comm, mpi.world());
+
+        // An instance over the even ranks of a split; odd ranks are not part of it.
+        let world = mpi.world();
+        let evens = world
+            .split((rank % 2 == 0).then_some(0), rank as i32)
+            .expect("split");
+        assert_eq!(evens.is_some(), rank % 2 == 0);
+        let c = evens.map(|comm| {
+            MpiBootstrap::new(Some(comm), rank / 2, size.div_ceil(2), 3).expect("bootstrap c")
+        });
+
+        // Interleaved collectives on both instances over WORLD and on the split one.
+        for round in 0..200 {
+            check_allgather(&a, round, b'a');
+            b.barrier().expect("b barrier");
+            check_allgather(&b, round, b'b');
+            if let Some(c) = &c {
+                check_allgather(c, round, b'c');
+                c.barrier().expect("c barrier");
+            }
+            a.barrier().expect("a barrier");
+            assert!(a.check_alive().is_ok());
+        }
+
+        // With MPI_THREAD_MULTIPLE, the two instances run concurrently in two threads.
+        if mpi.thread_multiple().unwrap() {
+            std::thread::scope(|s| {
+                let ta = s.spawn(|| {
+                    for round in 0..100 {
+                        check_allgather(&a, 1000 + round, b'A');
+                        a.barrier().expect("a barrier");
+                    }
+                });
+                let tb = s.spawn(|| {
+                    for round in 0..100 {
+                        b.barrier().expect("b barrier");
+                        check_allgather(&b, 1000 + round, b'B');
+                    }
+                });
+                ta.join().expect("thread a");
+                tb.join().expect("thread b");
+            });
+        }
+
+        // Disagreements fail on every rank (no rank is left waiting), naming the rank.
+        if size > 1 {
+            let e = MpiBootstrap::new(None, (rank + 1) % size, size, 4)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("MPI rank 0 of"), "{e}");
+            let id = if rank == 0 { 5 } else { 6 };
+            let e = MpiBootstrap::new(None, rank, size, id)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("instance id"), "{e}");
+        }
+        let e = MpiBootstrap::new(None, rank, size + 1, 4)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("of {}", size + 1)), "{e}");
+
+        // Finalize: the split instance and its communicator, then b (MPI stays up), then a,
+        // the last one, which finalises MPI since a bootstrap initialised it.
+        if let Some(c) = c {
+            c.finalize().expect("finalize c");
+            assert!(matches!(c.barrier(), Err(BootstrapError::Finalized { .. })));
+            evens.expect("evens").free().expect("free evens");
+        }
+        b.finalize().expect("finalize b");
+        assert!(b.finalize().is_ok(), "finalize twice is a no-op");
+        assert!(mpi.is_initialized().unwrap());
+        a.finalize().expect("finalize a");
+        assert!(
+            !mpi.is_initialized().unwrap(),
+            "the last bootstrap finalises MPI"
+        );
+        let e = MpiBootstrap::new(None, rank, size, 9)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("finalised"), "{e}");
+    }
+
+    /// MPI initialised by the "application" with less than `MPI_THREAD_MULTIPLE`: the
+    /// bootstrap works through the process-wide lock and leaves finalising MPI to its owner.
+    fn below_thread_multiple(level: crate::mpi::ThreadLevel) {
+        let (rank, size) = launcher_rank_size();
+        let mpi = Mpi::get().expect("load MPI");
+        assert!(mpi.init_with_level(level).expect("init"));
+        assert!(!mpi.thread_multiple().unwrap());
+        let a = MpiBootstrap::new(None, rank, size, 1).expect("bootstrap a");
+        let b = MpiBootstrap::new(None, rank, size, 2).expect("bootstrap b");
+        for round in 0..100 {
+            check_allgather(&a, round, b'a');
+            b.barrier().expect("b barrier");
+            check_allgather(&b, round, b'b');
+            a.barrier().expect("a barrier");
+        }
+        // One other thread at a time (never two collectives at once: with the process-wide
+        // lock that could deadlock across ranks, as documented).
+        let other = std::thread::scope(|s| {
+            s.spawn(|| {
+                a.barrier()?;
+                a.allgather(b"from another thread").map(|_| ())
+            })
+            .join()
+            .expect("thread")
+        });
+        match level {
+            crate::mpi::ThreadLevel::Serialized => other.expect("serialised call from a thread"),
+            crate::mpi::ThreadLevel::Funneled => {
+                let e = other.unwrap_err().to_string();
+                assert!(e.contains("MPI_THREAD_FUNNELED"), "{e}");
+            }
+        }
+        a.finalize().expect("finalize a");
+        b.finalize().expect("finalize b");
+        assert!(
+            mpi.is_initialized().unwrap(),
+            "the application initialised MPI: the bootstraps leave it up"
+        );
+        mpi.finalize().expect("finalize MPI");
+        assert!(!mpi.is_initialized().unwrap());
+    }
+
+    #[test]
+    #[ignore = "run under mpirun: see module docs"]
+    fn under_mpirun_serialized() {
+        below_thread_multiple(crate::mpi::ThreadLevel::Serialized);
+    }
+
+    #[test]
+    #[ignore = "run under mpirun: see module docs"]
+    fn under_mpirun_funneled() {
+        below_thread_multiple(crate::mpi::ThreadLevel::Funneled);
+    }
+
+    #[test]
+    #[ignore = "run under mpirun (expected to end the job with status 7): see module docs"]
+    fn under_mpirun_global_exit() {
+        let (rank, size) = launcher_rank_size();
+        let a = MpiBootstrap::new(None, rank, size, 1).expect("bootstrap");
+        a.barrier().expect("barrier");
+        if rank == 0 {
+            a.global_exit(7);
+            // MPI_Abort does not return when it works.
+            panic!("MPI_Abort returned");
+        }
+        // The others wait in a barrier that rank 0 never enters, until the job is aborted.
+        let _ = a.barrier();
+        panic!("the job was not aborted");
+    }
+}
