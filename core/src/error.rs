@@ -116,6 +116,9 @@ pub enum Error {
     /// A routine or option that this backend or profile does not provide.
     #[error("not supported: {0}")]
     NotSupported(String),
+    /// An internal limit or inconsistency (`ACLSHMEM_INNER_ERROR`).
+    #[error("{0}")]
+    Inner(String),
     /// Any other transport failure.
     #[error(transparent)]
     Transport(TransportError),
@@ -132,7 +135,8 @@ impl Error {
             Error::InvalidValue(_) => Code::InvalidValue,
             Error::AlreadyInitialized { .. }
             | Error::UnknownInstance { .. }
-            | Error::Bootstrap(_) => Code::InnerError,
+            | Error::Bootstrap(_)
+            | Error::Inner(_) => Code::InnerError,
             Error::Memory(_) => Code::SmemError,
             Error::NotInitialized { .. } => Code::NotInited,
             Error::Timeout { .. } => Code::TimeoutError,

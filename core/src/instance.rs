@@ -19,7 +19,7 @@ use crate::heap::Heap;
 use crate::heap::allocator::AllocError;
 use crate::registry::{self, Claim};
 use crate::settings;
-use crate::team::{Members, TeamState};
+use crate::team::{MAX_TEAMS, SCRATCH_PER_TEAM, Teams};
 
 const LIVE: u8 = 1;
 const FINALIZED: u8 = 2;
@@ -32,7 +32,9 @@ pub(crate) struct Inner {
     pub(crate) attrs: Attributes,
     pub(crate) boot: Box<dyn Bootstrap>,
     pub(crate) heap: Heap,
-    pub(crate) world: TeamState,
+    pub(crate) teams: Teams,
+    /// The CANN-portability profile is on: calls CANN's host API lacks fail.
+    pub(crate) cann_profile: bool,
     pub(crate) wait_timeout: Option<Duration>,
     /// The default context's completion queue.
     pub(crate) queue: Box<dyn DynQueue>,
@@ -246,8 +248,11 @@ impl Instance {
         let spec = SegmentSpec {
             my_pe,
             n_pes,
+            // The heap, then the teams' collective scratch areas (never addressable by users).
             size: usize::try_from(heap_size)
-                .map_err(|_| Error::InvalidValue("the heap does not fit in memory".into()))?,
+                .ok()
+                .and_then(|h| h.checked_add(MAX_TEAMS * SCRATCH_PER_TEAM))
+                .ok_or_else(|| Error::InvalidValue("the heap does not fit in memory".into()))?,
             label: format!("i{}-pe{}", attrs.instance_id, my_pe),
             timeout: attrs.op_timeout(),
         };
@@ -261,22 +266,15 @@ impl Instance {
                 ));
             }
         };
-        let world = TeamState::new(
-            Members {
-                start: 0,
-                stride: 1,
-                size: n_pes,
-            },
-            my_pe,
-            heap.reserved().team_slot(0),
-        );
+        let teams = Teams::new(n_pes, my_pe, heap.reserved(), heap_size as usize);
         let inner = Arc::new(Inner {
             id: attrs.instance_id,
             my_pe,
             n_pes,
             attrs: attrs.clone(),
             heap,
-            world,
+            teams,
+            cann_profile: settings::cann_profile()?,
             wait_timeout: settings::wait_timeout()?,
             queue: transport.new_queue(),
             sync_queue: transport.new_queue(),
@@ -469,6 +467,38 @@ impl Instance {
         e
     }
 
+    /// Fails with `NOT_SUPPORTED` under the CANN-portability profile (`SHMEM_PROFILE=cann`):
+    /// for calls that CANN SHMEM's host API does not have, so a program can check on the
+    /// simulator that it will port.
+    pub(crate) fn require_beyond_cann(&self, what: &str) -> Result<()> {
+        if self.inner.cann_profile {
+            Err(Error::NotSupported(format!(
+                "{what}: not part of CANN SHMEM's host API (SHMEM_PROFILE=cann)"
+            )))
+            .inspect_err(|e| tracing::error!("{e}"))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Team operations beyond the world team exist on every instance here, but CANN has them
+    /// only on instance 0: refused for other instances under the CANN-portability profile.
+    pub(crate) fn require_teams(&self, what: &str) -> Result<()> {
+        if self.inner.cann_profile && self.inner.id != 0 {
+            Err(Error::NotSupported(format!(
+                "{what} on instance {}: CANN supports teams only on instance 0 (SHMEM_PROFILE=cann)",
+                self.inner.id
+            )))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Whether the CANN-portability profile is on for this instance.
+    pub fn cann_profile(&self) -> bool {
+        self.inner.cann_profile
+    }
+
     /// Completes every operation issued on the default context.
     pub fn quiet(&self) -> Result<()> {
         self.check_live()?;
@@ -505,7 +535,10 @@ impl Instance {
     pub(crate) fn world_barrier(&self) -> Result<()> {
         let t = self.transport();
         self.with_wait_ctl("barrier of the world team", |ctl| {
-            self.inner.world.barrier(t, &*self.inner.sync_queue, ctl)
+            self.inner
+                .teams
+                .world
+                .barrier(t, &*self.inner.sync_queue, ctl)
         })
         .map_err(|e| self.fail(e))
     }

@@ -26,6 +26,8 @@
 mod attr;
 pub(crate) mod bootstrap;
 pub mod cann;
+mod coll;
+mod ctx;
 mod error;
 pub(crate) mod heap;
 mod instance;
@@ -42,11 +44,14 @@ pub use attr::{
     Attributes, Backend, DEFAULT_TIMEOUT, EXTRA_SIZE, InitMode, MAX_IP_PORT_LEN,
     OptionalAttributes, Secret, UniqueId, engine,
 };
+pub use coll::{Complex32, Complex64, ReduceOp, Reducible};
+pub use ctx::{Context, CtxOptions, CtxRef};
 pub use error::{Code, Error, Result};
 pub use instance::Instance;
 pub use rma::NbiScope;
 pub use shmem_backend::{Cmp, Pe, SignalOp};
-pub use sym::{SymBuf, SymSlice};
+pub use sym::{SymBuf, SymElem, SymSlice};
+pub use team::{MAX_TEAMS, Team, TeamConfig};
 
 /// The library's name, as CANN's `aclshmem_info_get_name` reports it.
 pub const NAME: &str = "ACLSHMEM v1.1.1";

@@ -1,14 +1,17 @@
 //! Remote memory access: put, get, their strided and scalar forms, and the non-blocking forms
 //! inside a scope that completes them.
 //!
-//! Every access is checked: the PE must belong to the instance and the bytes must lie inside
-//! the symmetric heap; otherwise the call fails and nothing is written.
+//! Every operation is issued on a context ([`CtxRef`]): views carry theirs, and the byte-level
+//! calls of [`Instance`] use the default context. Every access is checked: the PE must belong
+//! to the instance (or the context's team) and the bytes must lie inside the symmetric heap;
+//! otherwise the call fails and nothing is written.
 
 use std::marker::PhantomData;
 
 use bytemuck::Pod;
 use shmem_backend::{Pe, Strided};
 
+use crate::ctx::{Context, CtxRef};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::sym::SymSlice;
@@ -23,7 +26,7 @@ fn same_len(what: &str, local: usize, sym: usize) -> Result<()> {
     }
 }
 
-fn logged<T>(what: &str, r: Result<T>) -> Result<T> {
+pub(crate) fn logged<T>(what: &str, r: Result<T>) -> Result<T> {
     r.inspect_err(|e| tracing::error!("{what}: {e}"))
 }
 
@@ -55,33 +58,14 @@ impl Instance {
         }
     }
 
-    fn rma_prologue(&self, pe: Pe) -> Result<()> {
-        self.check_live()?;
-        self.check_pe(pe)
-    }
-
-    /// Copies `src` to heap offset `dst` on `pe` (`aclshmem_putmem`).
+    /// Copies `src` to heap offset `dst` on `pe` (`aclshmem_putmem`), on the default context.
     pub fn put_bytes(&self, dst: usize, src: &[u8], pe: Pe) -> Result<()> {
-        logged(
-            "putmem",
-            (|| {
-                self.rma_prologue(pe)?;
-                self.check_heap_range(dst, src.len())?;
-                Ok(self.transport().put(&*self.inner.queue, pe, dst, src)?)
-            })(),
-        )
+        self.default_ctx().put_bytes(dst, src, pe)
     }
 
     /// Copies `dst.len()` bytes from heap offset `src` on `pe` into `dst` (`aclshmem_getmem`).
     pub fn get_bytes(&self, src: usize, dst: &mut [u8], pe: Pe) -> Result<()> {
-        logged(
-            "getmem",
-            (|| {
-                self.rma_prologue(pe)?;
-                self.check_heap_range(src, dst.len())?;
-                Ok(self.transport().get(&*self.inner.queue, pe, src, dst)?)
-            })(),
-        )
+        self.default_ctx().get_bytes(src, dst, pe)
     }
 
     /// Non-blocking [`Instance::put_bytes`] on the default context.
@@ -97,18 +81,8 @@ impl Instance {
         len: usize,
         pe: Pe,
     ) -> Result<()> {
-        logged(
-            "putmem_nbi",
-            (|| {
-                self.rma_prologue(pe)?;
-                self.check_heap_range(dst, len)?;
-                // SAFETY: forwarded from this function's contract.
-                Ok(unsafe {
-                    self.transport()
-                        .put_nbi(&*self.inner.queue, pe, dst, src, len)
-                }?)
-            })(),
-        )
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.default_ctx().put_bytes_nbi(dst, src, len, pe) }
     }
 
     /// Non-blocking [`Instance::get_bytes`] on the default context.
@@ -118,15 +92,134 @@ impl Instance {
     /// `dst..dst+len` must stay writable, and not be accessed, until the next
     /// [`Instance::quiet`] (or barrier) returns.
     pub unsafe fn get_bytes_nbi(&self, src: usize, dst: *mut u8, len: usize, pe: Pe) -> Result<()> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.default_ctx().get_bytes_nbi(src, dst, len, pe) }
+    }
+
+    /// Strided put on the default context; see [`CtxRef::iput_bytes`].
+    #[allow(clippy::too_many_arguments)] // the shape of the C routine it serves
+    pub fn iput_bytes(
+        &self,
+        dst: usize,
+        dst_stride: isize,
+        src: &[u8],
+        src_stride: isize,
+        elem: usize,
+        nelems: usize,
+        pe: Pe,
+    ) -> Result<()> {
+        self.default_ctx()
+            .iput_bytes(dst, dst_stride, src, src_stride, elem, nelems, pe)
+    }
+
+    /// Strided get on the default context; see [`CtxRef::iget_bytes`].
+    #[allow(clippy::too_many_arguments)] // the shape of the C routine it serves
+    pub fn iget_bytes(
+        &self,
+        src: usize,
+        src_stride: isize,
+        dst: &mut [u8],
+        dst_stride: isize,
+        elem: usize,
+        nelems: usize,
+        pe: Pe,
+    ) -> Result<()> {
+        self.default_ctx()
+            .iget_bytes(src, src_stride, dst, dst_stride, elem, nelems, pe)
+    }
+
+    /// Runs `f` with a scope for non-blocking operations on the default context; see
+    /// [`CtxRef::nbi`].
+    ///
+    /// ```no_run
+    /// # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
+    /// let buf = inst.malloc::<u64>(4)?;
+    /// let src = [1u64, 2, 3, 4];
+    /// let mut back = [0u64; 4];
+    /// inst.nbi(|s| -> shmem::Result<()> {
+    ///     s.put_nbi(buf.as_slice(), &src, (inst.my_pe() + 1) % inst.n_pes())?;
+    ///     s.get_nbi(buf.as_slice(), &mut back, inst.my_pe())?;
+    ///     Ok(())
+    /// })??;
+    /// # Ok(()) }
+    /// ```
+    pub fn nbi<'env, R>(&'env self, f: impl FnOnce(&NbiScope<'env>) -> R) -> Result<R> {
+        self.default_ctx().nbi(f)
+    }
+}
+
+impl<'a> CtxRef<'a> {
+    /// Copies `src` to heap offset `dst` on `pe`.
+    pub fn put_bytes(&self, dst: usize, src: &[u8], pe: Pe) -> Result<()> {
+        logged(
+            "putmem",
+            (|| {
+                self.check_store("put")?;
+                let pe = self.target(pe)?;
+                self.inst.check_heap_range(dst, src.len())?;
+                Ok(self.inst.transport().put(self.queue(), pe, dst, src)?)
+            })(),
+        )
+    }
+
+    /// Copies `dst.len()` bytes from heap offset `src` on `pe` into `dst`.
+    pub fn get_bytes(&self, src: usize, dst: &mut [u8], pe: Pe) -> Result<()> {
+        logged(
+            "getmem",
+            (|| {
+                let pe = self.target(pe)?;
+                self.inst.check_heap_range(src, dst.len())?;
+                Ok(self.inst.transport().get(self.queue(), pe, src, dst)?)
+            })(),
+        )
+    }
+
+    /// Non-blocking [`CtxRef::put_bytes`].
+    ///
+    /// # Safety
+    ///
+    /// `src..src+len` must stay readable (and unchanged, if its current contents are to be
+    /// delivered) until the next quiet of this context returns.
+    pub unsafe fn put_bytes_nbi(
+        &self,
+        dst: usize,
+        src: *const u8,
+        len: usize,
+        pe: Pe,
+    ) -> Result<()> {
+        logged(
+            "putmem_nbi",
+            (|| {
+                self.check_store("put_nbi")?;
+                let pe = self.target(pe)?;
+                self.inst.check_heap_range(dst, len)?;
+                // SAFETY: forwarded from this function's contract.
+                Ok(unsafe {
+                    self.inst
+                        .transport()
+                        .put_nbi(self.queue(), pe, dst, src, len)
+                }?)
+            })(),
+        )
+    }
+
+    /// Non-blocking [`CtxRef::get_bytes`].
+    ///
+    /// # Safety
+    ///
+    /// `dst..dst+len` must stay writable, and not be accessed, until the next quiet of this
+    /// context returns.
+    pub unsafe fn get_bytes_nbi(&self, src: usize, dst: *mut u8, len: usize, pe: Pe) -> Result<()> {
         logged(
             "getmem_nbi",
             (|| {
-                self.rma_prologue(pe)?;
-                self.check_heap_range(src, len)?;
+                let pe = self.target(pe)?;
+                self.inst.check_heap_range(src, len)?;
                 // SAFETY: forwarded from this function's contract.
                 Ok(unsafe {
-                    self.transport()
-                        .get_nbi(&*self.inner.queue, pe, src, dst, len)
+                    self.inst
+                        .transport()
+                        .get_nbi(self.queue(), pe, src, dst, len)
                 }?)
             })(),
         )
@@ -149,10 +242,11 @@ impl Instance {
         logged(
             "iput",
             (|| {
-                self.rma_prologue(pe)?;
-                let d = self.check_strided(dst, dst_stride, elem, nelems)?;
-                Ok(self.transport().iput(
-                    &*self.inner.queue,
+                self.check_store("iput")?;
+                let pe = self.target(pe)?;
+                let d = self.inst.check_strided(dst, dst_stride, elem, nelems)?;
+                Ok(self.inst.transport().iput(
+                    self.queue(),
                     pe,
                     d,
                     src,
@@ -183,10 +277,10 @@ impl Instance {
         logged(
             "iget",
             (|| {
-                self.rma_prologue(pe)?;
-                let s = self.check_strided(src, src_stride, elem, nelems)?;
-                Ok(self.transport().iget(
-                    &*self.inner.queue,
+                let pe = self.target(pe)?;
+                let s = self.inst.check_strided(src, src_stride, elem, nelems)?;
+                Ok(self.inst.transport().iget(
+                    self.queue(),
                     pe,
                     s,
                     dst,
@@ -201,34 +295,24 @@ impl Instance {
         )
     }
 
-    /// Runs `f` with a scope in which non-blocking puts and gets may be issued on buffers that
-    /// live at least as long as the call; when `f` returns (or unwinds), the scope completes
-    /// them all with a quiet.
-    ///
-    /// ```no_run
-    /// # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
-    /// let buf = inst.malloc::<u64>(4)?;
-    /// let src = [1u64, 2, 3, 4];
-    /// let mut back = [0u64; 4];
-    /// inst.nbi(|s| -> shmem::Result<()> {
-    ///     s.put_nbi(buf.as_slice(), &src, (inst.my_pe() + 1) % inst.n_pes())?;
-    ///     s.get_nbi(buf.as_slice(), &mut back, inst.my_pe())?;
-    ///     Ok(())
-    /// })??;
-    /// # Ok(()) }
-    /// ```
-    pub fn nbi<'env, R>(&'env self, f: impl FnOnce(&NbiScope<'env>) -> R) -> Result<R> {
-        self.check_live()?;
-        struct QuietOnDrop<'a>(&'a Instance);
+    /// Runs `f` with a scope in which non-blocking operations may be issued on this context
+    /// with buffers that live at least as long as the call; when `f` returns (or unwinds), the
+    /// scope completes them all with a quiet of this context.
+    pub fn nbi<'env, R>(&self, f: impl FnOnce(&NbiScope<'env>) -> R) -> Result<R>
+    where
+        'a: 'env,
+    {
+        self.usable()?;
+        struct QuietOnDrop<'c>(CtxRef<'c>);
         impl Drop for QuietOnDrop<'_> {
             fn drop(&mut self) {
                 // Runs on unwinding too: no held operation may outlive the borrowed buffers.
-                let _ = self.0.transport().quiet(&*self.0.inner.queue);
+                let _ = self.0.inst.transport().quiet(self.0.queue());
             }
         }
-        let guard = QuietOnDrop(self);
+        let guard = QuietOnDrop(*self);
         let r = f(&NbiScope {
-            inst: self,
+            ctx: *self,
             _invariant: PhantomData,
         });
         drop(guard);
@@ -236,19 +320,25 @@ impl Instance {
     }
 }
 
+impl Context {
+    /// Runs `f` with a scope for non-blocking operations on this context; see [`CtxRef::nbi`].
+    pub fn nbi<'env, R>(&'env self, f: impl FnOnce(&NbiScope<'env>) -> R) -> Result<R> {
+        self.as_ref().nbi(f)
+    }
+}
+
 /// A scope for non-blocking operations whose buffers are borrowed until the scope ends; see
-/// [`Instance::nbi`].
+/// [`CtxRef::nbi`]. Operations are issued on the scope's context, whatever context the views
+/// passed to them carry.
 pub struct NbiScope<'env> {
-    inst: &'env Instance,
+    pub(crate) ctx: CtxRef<'env>,
     // Invariant in 'env, so a scope cannot be shortened to accept buffers that die before it ends.
     _invariant: PhantomData<fn(&'env ()) -> &'env ()>,
 }
 
 impl std::fmt::Debug for NbiScope<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NbiScope")
-            .field("instance", &self.inst.id())
-            .finish()
+        f.debug_struct("NbiScope").field("ctx", &self.ctx).finish()
     }
 }
 
@@ -260,7 +350,7 @@ impl<'env> NbiScope<'env> {
         // SAFETY: `src` is borrowed for 'env, which outlives the scope, and the scope quiets
         // before it ends, so the buffer stays readable and unchanged while the put may run.
         unsafe {
-            self.inst
+            self.ctx
                 .put_bytes_nbi(dst.offset, bytes.as_ptr(), bytes.len(), pe)
         }
     }
@@ -272,14 +362,19 @@ impl<'env> NbiScope<'env> {
         // SAFETY: `dst` is mutably borrowed for 'env, so the caller cannot touch it before the
         // scope's quiet, which completes the get.
         unsafe {
-            self.inst
+            self.ctx
                 .get_bytes_nbi(src.offset, bytes.as_mut_ptr(), bytes.len(), pe)
         }
     }
 
+    /// The context of the scope.
+    pub fn ctx(&self) -> CtxRef<'env> {
+        self.ctx
+    }
+
     /// The instance of the scope.
     pub fn instance(&self) -> &'env Instance {
-        self.inst
+        self.ctx.inst
     }
 }
 
@@ -288,14 +383,14 @@ impl<T: Pod> SymSlice<'_, T> {
     /// view's length.
     pub fn put(&self, src: &[T], pe: Pe) -> Result<()> {
         same_len("put", src.len(), self.len).inspect_err(|e| tracing::error!("{e}"))?;
-        self.inst
+        self.ctx
             .put_bytes(self.offset, bytemuck::cast_slice(src), pe)
     }
 
     /// Copies PE `pe`'s copy of this view into `dst` (`aclshmem_<T>_get`).
     pub fn get(&self, dst: &mut [T], pe: Pe) -> Result<()> {
         same_len("get", dst.len(), self.len).inspect_err(|e| tracing::error!("{e}"))?;
-        self.inst
+        self.ctx
             .get_bytes(self.offset, bytemuck::cast_slice_mut(dst), pe)
     }
 
@@ -309,7 +404,7 @@ impl<T: Pod> SymSlice<'_, T> {
     /// Stores `value` into element `index` of PE `pe`'s copy (`aclshmem_<T>_p`).
     pub fn p(&self, index: usize, value: T, pe: Pe) -> Result<()> {
         self.element(index)?;
-        self.inst.put_bytes(
+        self.ctx.put_bytes(
             self.offset + index * std::mem::size_of::<T>(),
             bytemuck::bytes_of(&value),
             pe,
@@ -320,7 +415,7 @@ impl<T: Pod> SymSlice<'_, T> {
     pub fn g(&self, index: usize, pe: Pe) -> Result<T> {
         self.element(index)?;
         let mut v = T::zeroed();
-        self.inst.get_bytes(
+        self.ctx.get_bytes(
             self.offset + index * std::mem::size_of::<T>(),
             bytemuck::bytes_of_mut(&mut v),
             pe,
@@ -352,7 +447,7 @@ impl<T: Pod> SymSlice<'_, T> {
     ) -> Result<()> {
         let sz = std::mem::size_of::<T>() as isize;
         self.check_view_span(dst_stride, nelems)?;
-        self.inst.iput_bytes(
+        self.ctx.iput_bytes(
             self.offset,
             dst_stride * sz,
             bytemuck::cast_slice(src),
@@ -375,7 +470,7 @@ impl<T: Pod> SymSlice<'_, T> {
     ) -> Result<()> {
         let sz = std::mem::size_of::<T>() as isize;
         self.check_view_span(src_stride, nelems)?;
-        self.inst.iget_bytes(
+        self.ctx.iget_bytes(
             self.offset,
             src_stride * sz,
             bytemuck::cast_slice_mut(dst),

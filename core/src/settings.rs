@@ -6,6 +6,7 @@
 //! | `SHMEM_SYMMETRIC_SIZE` | the heap per PE for instances created from a launcher's environment (`Attributes::from_env`), in bytes with an optional `K`, `M` or `G` suffix; rounded up to 2 MiB | 256M |
 //! | `SHMEM_BACKEND` | `sim` or `hw` | `sim` |
 //! | `SHMEM_LOG_LEVEL` | `DEBUG`, `INFO`, `WARN`, `ERROR`, `FATAL` | `WARN` |
+//! | `SHMEM_PROFILE` | `full`, or `cann`: every call CANN SHMEM's host API lacks (atomics, contexts, collectives other than barrier, locks, teams on instances other than 0, …) fails with `NOT_SUPPORTED`, as it will on the hardware backend | `full` |
 //!
 //! The simulator's own settings (`SHMEM_WAIT_POLICY`, `SHMEM_SIM_STRICT`, …) are documented in
 //! `shmem_sim::SimSettings`.
@@ -64,6 +65,20 @@ pub(crate) fn symmetric_size() -> Result<u64> {
         })?,
     };
     Ok(raw.next_multiple_of(2 << 20))
+}
+
+/// `SHMEM_PROFILE`: whether the CANN-portability profile is on.
+pub(crate) fn cann_profile() -> Result<bool> {
+    match std::env::var("SHMEM_PROFILE") {
+        Err(_) => Ok(false),
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" | "full" | "openshmem" => Ok(false),
+            "cann" => Ok(true),
+            _ => Err(Error::InvalidValue(format!(
+                "SHMEM_PROFILE={v:?} is not a profile (expected full or cann)"
+            ))),
+        },
+    }
 }
 
 #[cfg(test)]

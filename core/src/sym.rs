@@ -10,6 +10,7 @@ use std::ptr::NonNull;
 use bytemuck::Pod;
 use shmem_backend::Pe;
 
+use crate::ctx::{Context, CtxRef};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 
@@ -37,12 +38,65 @@ impl<T> std::fmt::Debug for SymBuf<T> {
     }
 }
 
-/// A view of `len` consecutive elements of a symmetric allocation.
+/// A view of `len` consecutive elements of a symmetric allocation, and the context its
+/// operations are issued on (the default context unless [`SymSlice::on`] chose another).
 pub struct SymSlice<'a, T> {
-    pub(crate) inst: &'a Instance,
+    pub(crate) ctx: CtxRef<'a>,
     pub(crate) offset: usize,
     pub(crate) len: usize,
     _t: PhantomData<&'a T>,
+}
+
+/// One element of a symmetric allocation: the target of atomics, signals and waits.
+pub struct SymElem<'a, T> {
+    pub(crate) ctx: CtxRef<'a>,
+    pub(crate) offset: usize,
+    _t: PhantomData<&'a T>,
+}
+
+impl<T> Clone for SymElem<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for SymElem<'_, T> {}
+
+impl<T> std::fmt::Debug for SymElem<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SymElem")
+            .field("offset", &format_args!("{:#x}", self.offset))
+            .finish()
+    }
+}
+
+impl<'a, T: Pod> SymElem<'a, T> {
+    /// The byte offset of the element in the symmetric heap.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The instance it belongs to.
+    pub fn instance(&self) -> &'a Instance {
+        self.ctx.inst
+    }
+
+    /// The same element, with operations issued on `ctx`.
+    pub fn on<'c>(&self, ctx: &'c Context) -> SymElem<'c, T>
+    where
+        'a: 'c,
+    {
+        SymElem {
+            ctx: ctx.as_ref(),
+            offset: self.offset,
+            _t: PhantomData,
+        }
+    }
+
+    /// The local address of the element.
+    pub fn as_ptr(&self) -> *mut T {
+        self.ctx.inst.heap_base().wrapping_add(self.offset).cast()
+    }
 }
 
 impl<T> Clone for SymSlice<'_, T> {
@@ -105,7 +159,7 @@ impl<T: Pod> SymBuf<T> {
     /// A view of all elements.
     pub fn as_slice(&self) -> SymSlice<'_, T> {
         SymSlice {
-            inst: &self.inst,
+            ctx: CtxRef::default_of(&self.inst),
             offset: self.offset,
             len: self.len,
             _t: PhantomData,
@@ -128,6 +182,15 @@ impl<T: Pod> SymBuf<T> {
     /// If `index >= len`.
     pub fn at(&self, index: usize) -> SymSlice<'_, T> {
         self.slice(index..=index)
+    }
+
+    /// Element `index`, for atomics, signals and waits.
+    ///
+    /// # Panics
+    ///
+    /// If `index >= len`.
+    pub fn elem(&self, index: usize) -> SymElem<'_, T> {
+        self.as_slice().elem(index)
     }
 
     /// Releases the allocation. Collective: every PE frees the same allocation in the same
@@ -169,7 +232,43 @@ impl<'a, T: Pod> SymSlice<'a, T> {
 
     /// The instance it belongs to.
     pub fn instance(&self) -> &'a Instance {
-        self.inst
+        self.ctx.inst
+    }
+
+    /// The context the view's operations are issued on.
+    pub fn ctx(&self) -> CtxRef<'a> {
+        self.ctx
+    }
+
+    /// The same view, with operations issued on `ctx`.
+    pub fn on<'c>(&self, ctx: &'c Context) -> SymSlice<'c, T>
+    where
+        'a: 'c,
+    {
+        SymSlice {
+            ctx: ctx.as_ref(),
+            offset: self.offset,
+            len: self.len,
+            _t: PhantomData,
+        }
+    }
+
+    /// Element `index`, for atomics, signals and waits.
+    ///
+    /// # Panics
+    ///
+    /// If `index >= len` (as slice indexing does).
+    pub fn elem(&self, index: usize) -> SymElem<'a, T> {
+        assert!(
+            index < self.len,
+            "element {index} of a symmetric view of {} elements",
+            self.len
+        );
+        SymElem {
+            ctx: self.ctx,
+            offset: self.offset + index * std::mem::size_of::<T>(),
+            _t: PhantomData,
+        }
     }
 
     /// The size of the view in bytes.
@@ -190,7 +289,7 @@ impl<'a, T: Pod> SymSlice<'a, T> {
             )
         });
         SymSlice {
-            inst: self.inst,
+            ctx: self.ctx,
             offset: self.offset + s * std::mem::size_of::<T>(),
             len: e - s,
             _t: PhantomData,
@@ -199,13 +298,16 @@ impl<'a, T: Pod> SymSlice<'a, T> {
 
     /// The local address of element 0.
     pub fn as_ptr(&self) -> *mut T {
-        self.inst.heap_base().wrapping_add(self.offset).cast()
+        self.ctx.inst.heap_base().wrapping_add(self.offset).cast()
     }
 
     /// Where PE `pe`'s copy of element 0 can be loaded and stored directly (`aclshmem_ptr`), if
     /// the transport maps peers; `None` for a PE outside the instance.
     pub fn ptr(&self, pe: Pe) -> Option<NonNull<T>> {
-        self.inst.ptr(self.as_ptr().cast(), pe).map(NonNull::cast)
+        self.ctx
+            .inst
+            .ptr(self.as_ptr().cast(), pe)
+            .map(NonNull::cast)
     }
 }
 
@@ -336,7 +438,7 @@ impl Instance {
             )));
         }
         Ok(SymSlice {
-            inst: self,
+            ctx: CtxRef::default_of(self),
             offset,
             len,
             _t: PhantomData,

@@ -1,32 +1,72 @@
-//! Teams and the barrier built from signals and local waits.
+//! Teams: strided sets of an instance's PEs, with their own PE numbering, synchronisation slot
+//! and collective scratch area.
 //!
-//! A team is a strided set of the instance's PEs (`start + i * stride`, `i < size`) with a slot
-//! in the sync pool of the reserved heap area. The barrier is a tree of radix [`RADIX`]: every
-//! PE waits for its children to signal-add one to its *arrival* word, signals its parent, waits
-//! for the parent to signal-set its *release* word to the barrier's epoch, and releases its own
-//! children. Counts and epochs only grow, so no word is ever reset and consecutive barriers
-//! cannot confuse each other. With up to `RADIX + 1` PEs the tree is a single root: two
+//! Every instance has the world team (all its PEs) and the shared team (the PEs that can load
+//! and store each other's heaps: on the simulator, also all of them). Teams are split from a
+//! parent collectively: every parent member calls the split with the same arguments, members
+//! of the new team get a [`Team`], the others `None`.
+//!
+//! A team's *index* selects its slot in the sync pool of the reserved heap area and its
+//! scratch area beyond the heap. The index is agreed by the parent's members (CANN allocates it
+//! locally, so members with different split histories disagree about it): each member
+//! contributes the indices it uses, and the team takes the lowest one free on all of them.
+//!
+//! The barrier is a tree of radix [`RADIX`]: every PE waits for its children to signal-add one
+//! to its *arrival* word, signals its parent, waits for the parent to signal-set its *release*
+//! word to the barrier's epoch, and releases its own children. Counts and epochs only grow, so
+//! no word is reset between barriers. With up to `RADIX + 1` PEs the tree is a single root: two
 //! phases, which matters when PEs outnumber cores (every phase costs each waiting PE one trip
-//! through the scheduler).
-//!
-//! Only `signal` and local waits are used, so the barrier runs on any transport that has them.
+//! through the scheduler). Only `signal` and local waits are used, so it runs on any transport.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use shmem_backend::{
     Cmp, DynQueue, DynTransport, Pe, ScalarKind, Signal, SignalOp, WaitCtl, Watch, Width,
 };
 
-use crate::error::Result;
-use crate::heap::layout::SYNC_ARRAY_SIZE;
+use crate::ctx::{Context, CtxOptions};
+use crate::error::{Error, Result};
+use crate::heap::layout::{Reserved, SYNC_ARRAY_SIZE};
+use crate::instance::Instance;
 
-/// The radix of the barrier tree.
+/// The radix of the barrier and reduction trees.
 pub(crate) const RADIX: u32 = 8;
-/// Offset of the arrival counter inside a team's sync slot.
-const ARRIVE: u64 = 0;
-/// Offset of the release word inside a team's sync slot (its own cache line).
-const RELEASE: u64 = 64;
-const _: () = assert!(RELEASE + 8 <= SYNC_ARRAY_SIZE);
+/// The most teams one instance can have at once, the world and shared teams included (CANN's
+/// team mask effectively allows 64).
+pub const MAX_TEAMS: usize = 128;
+/// Bytes of collective scratch per team, beyond the heap.
+pub(crate) const SCRATCH_PER_TEAM: usize = 64 << 10;
+/// The index of the world team.
+pub(crate) const WORLD_INDEX: u32 = 0;
+/// The index of the shared team.
+pub(crate) const SHARED_INDEX: u32 = 1;
+
+/// Offsets of the words of a team's sync slot (one 64-byte line each).
+pub(crate) mod words {
+    /// Barrier arrivals (signal-add by children).
+    pub(crate) const ARRIVE: u64 = 0;
+    /// Barrier release (signal-set of the epoch by the parent).
+    pub(crate) const RELEASE: u64 = 64;
+    /// Collectives: a root counts the members ready to receive.
+    pub(crate) const READY: u64 = 128;
+    /// Collectives: a root tells a member its data has arrived.
+    pub(crate) const DONE: u64 = 192;
+    /// Collectives: blocks received in an all-to-all exchange.
+    pub(crate) const DATA: u64 = 256;
+    /// Reductions: partial results received from children.
+    pub(crate) const UP: u64 = 320;
+    /// Reductions: a result chunk received from the parent.
+    pub(crate) const DOWN: u64 = 384;
+}
+const _: () = assert!(words::DOWN + 8 <= SYNC_ARRAY_SIZE);
+
+/// The configuration of a team (`shmem_team_config_t`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TeamConfig {
+    /// The number of contexts the program intends to create from the team.
+    pub num_contexts: i32,
+}
 
 /// The PEs of a team, as instance PE numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,14 +86,29 @@ impl Members {
     }
 
     /// The team rank of instance PE `pe`, if it is a member.
-    #[cfg_attr(not(test), expect(dead_code, reason = "used by team translation"))]
     pub(crate) fn rank_of(&self, pe: Pe) -> Option<u32> {
         let d = pe.checked_sub(self.start)?;
         if self.stride == 0 {
             return (d == 0 && self.size > 0).then_some(0);
         }
-        (d % self.stride == 0 && d / self.stride < self.size).then_some(d / self.stride)
+        (d.is_multiple_of(self.stride) && d / self.stride < self.size).then_some(d / self.stride)
     }
+}
+
+/// Collective bookkeeping of one team on this PE: how far each of its signal words has been
+/// waited on. Collectives on one team never run concurrently, so a mutex costs nothing.
+#[derive(Debug, Default)]
+pub(crate) struct CollCounters {
+    /// Collective operations completed (the value of DONE a root sets).
+    pub seq: u64,
+    /// READY signals this PE has waited for as a root.
+    pub ready: u64,
+    /// DATA signals this PE has waited for.
+    pub data: u64,
+    /// UP signals this PE has waited for.
+    pub up: u64,
+    /// Reduction chunks completed (the value of DOWN a parent sets).
+    pub chunk: u64,
 }
 
 /// One team's state on this PE.
@@ -63,19 +118,40 @@ pub(crate) struct TeamState {
     pub members: Members,
     /// This PE's rank in it.
     pub my_rank: u32,
+    /// The agreed index.
+    pub index: u32,
     /// The heap offset of its sync-pool slot.
     pub slot: u64,
+    /// The segment offset of its scratch area.
+    pub scratch: usize,
+    /// Its configuration.
+    pub config: TeamConfig,
     /// Barriers completed so far.
     epoch: AtomicU64,
+    /// Collective bookkeeping.
+    pub coll: Mutex<CollCounters>,
+    live: AtomicBool,
 }
 
 impl TeamState {
-    pub(crate) fn new(members: Members, my_rank: u32, slot: u64) -> TeamState {
+    pub(crate) fn new(
+        members: Members,
+        my_rank: u32,
+        index: u32,
+        reserved: &Reserved,
+        heap_size: usize,
+        config: TeamConfig,
+    ) -> TeamState {
         TeamState {
             members,
             my_rank,
-            slot,
+            index,
+            slot: reserved.team_slot(u64::from(index)),
+            scratch: heap_size + index as usize * SCRATCH_PER_TEAM,
+            config,
             epoch: AtomicU64::new(0),
+            coll: Mutex::new(CollCounters::default()),
+            live: AtomicBool::new(true),
         }
     }
 
@@ -99,8 +175,8 @@ impl TeamState {
         } else {
             0
         };
-        let arrive = (self.slot + ARRIVE) as usize;
-        let release = (self.slot + RELEASE) as usize;
+        let arrive = (self.slot + words::ARRIVE) as usize;
+        let release = (self.slot + words::RELEASE) as usize;
         if children > 0 {
             let want = e * u64::from(children);
             t.wait_local(
@@ -144,6 +220,385 @@ impl TeamState {
             )?;
         }
         Ok(())
+    }
+
+    pub(crate) fn coll(&self) -> MutexGuard<'_, CollCounters> {
+        self.coll.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The teams of one instance on this PE.
+#[derive(Debug)]
+pub(crate) struct Teams {
+    pub world: Arc<TeamState>,
+    pub shared: Arc<TeamState>,
+    /// Which indices this PE's live teams use.
+    used: Mutex<[bool; MAX_TEAMS]>,
+    /// Serialises this PE's splits (the agreement must see a stable `used`).
+    split: Mutex<()>,
+}
+
+impl Teams {
+    pub(crate) fn new(n_pes: u32, my_pe: u32, reserved: &Reserved, heap_size: usize) -> Teams {
+        let all = Members {
+            start: 0,
+            stride: 1,
+            size: n_pes,
+        };
+        let mut used = [false; MAX_TEAMS];
+        used[WORLD_INDEX as usize] = true;
+        used[SHARED_INDEX as usize] = true;
+        Teams {
+            world: Arc::new(TeamState::new(
+                all,
+                my_pe,
+                WORLD_INDEX,
+                reserved,
+                heap_size,
+                TeamConfig::default(),
+            )),
+            shared: Arc::new(TeamState::new(
+                all,
+                my_pe,
+                SHARED_INDEX,
+                reserved,
+                heap_size,
+                TeamConfig::default(),
+            )),
+            used: Mutex::new(used),
+            split: Mutex::new(()),
+        }
+    }
+
+    fn used(&self) -> MutexGuard<'_, [bool; MAX_TEAMS]> {
+        self.used.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A team of one instance. Cloning gives another handle to the same team.
+#[derive(Clone)]
+pub struct Team {
+    pub(crate) inst: Instance,
+    pub(crate) state: Arc<TeamState>,
+}
+
+impl std::fmt::Debug for Team {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Team")
+            .field("instance", &self.inst.id())
+            .field("index", &self.state.index)
+            .field("members", &self.state.members)
+            .field("my_pe", &self.state.my_rank)
+            .finish()
+    }
+}
+
+impl PartialEq for Team {
+    fn eq(&self, other: &Team) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
+    }
+}
+
+impl Instance {
+    /// The world team (`SHMEM_TEAM_WORLD`): every PE of the instance, numbered as in the
+    /// instance.
+    pub fn team_world(&self) -> Team {
+        Team {
+            inst: self.clone(),
+            state: self.inner.teams.world.clone(),
+        }
+    }
+
+    /// The shared team (`SHMEM_TEAM_SHARED`): the PEs whose heaps this PE can load and store
+    /// through [`Instance::ptr`]. On the simulator that is every PE.
+    pub fn team_shared(&self) -> Team {
+        Team {
+            inst: self.clone(),
+            state: self.inner.teams.shared.clone(),
+        }
+    }
+}
+
+impl Team {
+    /// The instance the team belongs to.
+    pub fn instance(&self) -> &Instance {
+        &self.inst
+    }
+
+    /// This PE's number in the team (`shmem_team_my_pe`).
+    pub fn my_pe(&self) -> u32 {
+        self.state.my_rank
+    }
+
+    /// The number of PEs in the team (`shmem_team_n_pes`).
+    pub fn n_pes(&self) -> u32 {
+        self.state.members.size
+    }
+
+    /// The team's agreed index (its sync slot), the same on every member.
+    pub fn index(&self) -> u32 {
+        self.state.index
+    }
+
+    /// The team's configuration (`shmem_team_get_config`).
+    pub fn config(&self) -> TeamConfig {
+        self.state.config
+    }
+
+    /// Whether the team is live (not destroyed).
+    pub fn is_live(&self) -> bool {
+        self.state.live.load(Ordering::Acquire) && self.inst.is_initialized()
+    }
+
+    pub(crate) fn check_live(&self) -> Result<()> {
+        self.inst.check_live()?;
+        if self.state.live.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err(Error::InvalidParam("the team was destroyed".into()))
+        }
+    }
+
+    /// The instance PE of team PE `pe`.
+    pub fn to_instance_pe(&self, pe: Pe) -> Result<Pe> {
+        self.check_live()?;
+        if pe < self.state.members.size {
+            Ok(self.state.members.pe(pe))
+        } else {
+            Err(Error::InvalidPe {
+                pe: i64::from(pe),
+                n_pes: self.state.members.size,
+            })
+        }
+    }
+
+    /// The number in `dest` of this team's PE `pe` (`shmem_team_translate_pe`), or `None` when
+    /// `pe` is not a PE of this team or not a member of `dest`.
+    pub fn translate_pe(&self, pe: Pe, dest: &Team) -> Option<Pe> {
+        if !self.is_live() || !dest.is_live() || pe >= self.state.members.size {
+            return None;
+        }
+        if self.inst.id() != dest.inst.id() {
+            return None;
+        }
+        dest.state.members.rank_of(self.state.members.pe(pe))
+    }
+
+    /// Completes this PE's operations on the default context and waits for every member
+    /// (`shmem_team_sync` after a quiet; CANN's `aclshmem_barrier`).
+    pub fn barrier(&self) -> Result<()> {
+        self.check_live()?;
+        self.inst.quiet()?;
+        self.sync()
+    }
+
+    /// Waits for every member, without completing outstanding operations (`shmem_team_sync`).
+    pub fn sync(&self) -> Result<()> {
+        self.check_live()?;
+        let t = self.inst.transport();
+        self.inst
+            .with_wait_ctl("a team barrier", |ctl| {
+                self.state.barrier(t, &*self.inst.inner.sync_queue, ctl)
+            })
+            .map_err(|e| self.inst.fail(e))
+    }
+
+    /// Creates a context whose operations name PEs by their number in this team
+    /// (`shmem_team_create_ctx`).
+    pub fn create_ctx(&self, options: CtxOptions) -> Result<Context> {
+        self.check_live()?;
+        self.inst.new_ctx(Some(self.clone()), options)
+    }
+
+    /// Splits this team (`shmem_team_split_strided`): the new team has the `size` PEs of this
+    /// team numbered `start, start + stride, …`. Collective over this team's members, which all
+    /// pass the same arguments; members of the new team get it, the others `None`.
+    ///
+    /// Errors follow CANN's checks (`INVALID_PARAM` for a start outside this team, a size of 0
+    /// or larger than this team, a stride below 1, or members beyond the instance) and, when
+    /// every team index is taken, `INNER_ERROR`.
+    pub fn split_strided(
+        &self,
+        start: i32,
+        stride: i32,
+        size: i32,
+        config: TeamConfig,
+    ) -> Result<Option<Team>> {
+        crate::rma::logged(
+            "team_split_strided",
+            (|| {
+                self.check_live()?;
+                self.inst.require_teams("team_split_strided")?;
+                let members = self.strided_members(start, stride, size)?;
+                Ok(self.split_many(&[(members, config)])?.pop().flatten())
+            })(),
+        )
+    }
+
+    /// Splits this team into a 2-D grid (`shmem_team_split_2d`): rows ("x teams") of `xrange`
+    /// consecutive PEs (the last one shorter if the size is not a multiple) and columns ("y
+    /// teams") of the PEs with the same position in their row. Collective over this team;
+    /// every member gets its row and its column. `xrange` above the team size is clamped to it.
+    pub fn split_2d(
+        &self,
+        xrange: i32,
+        xconfig: TeamConfig,
+        yconfig: TeamConfig,
+    ) -> Result<(Option<Team>, Option<Team>)> {
+        crate::rma::logged(
+            "team_split_2d",
+            (|| {
+                self.check_live()?;
+                self.inst.require_teams("team_split_2d")?;
+                if xrange <= 0 {
+                    return Err(Error::InvalidParam(format!(
+                        "xrange {xrange} must be positive"
+                    )));
+                }
+                let size = self.state.members.size as i32;
+                let x = xrange.min(size);
+                let mut specs = Vec::new();
+                let rows = (size + x - 1) / x;
+                for i in 0..rows {
+                    specs.push((
+                        self.strided_members(i * x, 1, x.min(size - i * x))?,
+                        xconfig,
+                    ));
+                }
+                for j in 0..x {
+                    let col = size / x + i32::from(j < size % x);
+                    specs.push((self.strided_members(j, x, col)?, yconfig));
+                }
+                let mut got = self.split_many(&specs)?;
+                let ys = got.split_off(rows as usize);
+                let xt = got.into_iter().flatten().collect::<Vec<_>>();
+                let yt = ys.into_iter().flatten().collect::<Vec<_>>();
+                if xt.len() > 1 || yt.len() > 1 {
+                    return Err(Error::Inner("a PE landed in two teams of one axis".into()));
+                }
+                Ok((xt.into_iter().next(), yt.into_iter().next()))
+            })(),
+        )
+    }
+
+    /// The members of a strided split of this team, checked as CANN checks them.
+    fn strided_members(&self, start: i32, stride: i32, size: i32) -> Result<Members> {
+        let max = self.inst.transport().profile().limits.max_pes as i32;
+        let parent = self.state.members;
+        if start >= max || stride >= max || size > max {
+            return Err(Error::InvalidParam(format!(
+                "start {start}, stride {stride} or size {size} exceeds the PE limit {max}"
+            )));
+        }
+        if start < 0
+            || start >= parent.size as i32
+            || size <= 0
+            || size > parent.size as i32
+            || stride < 1
+        {
+            return Err(Error::InvalidParam(format!(
+                "start {start}, stride {stride}, size {size} do not describe PEs of a team of {} PEs (start in 0..size, size >= 1, stride >= 1)",
+                parent.size
+            )));
+        }
+        let last = i64::from(start) + i64::from(stride) * (i64::from(size) - 1);
+        if last >= i64::from(parent.size) {
+            return Err(Error::InvalidParam(format!(
+                "the last PE of the split, {last}, lies beyond the parent team of {} PEs",
+                parent.size
+            )));
+        }
+        Ok(Members {
+            start: parent.pe(start as u32),
+            stride: parent.stride * stride as u32,
+            size: size as u32,
+        })
+    }
+
+    /// Creates every team of `specs` at once: one agreement on their indices over this team,
+    /// then one sync. Returns, for each spec, the team if this PE is a member.
+    fn split_many(&self, specs: &[(Members, TeamConfig)]) -> Result<Vec<Option<Team>>> {
+        let teams = &self.inst.inner.teams;
+        let _serial = teams.split.lock().unwrap_or_else(|p| p.into_inner());
+        let mine: Vec<u8> = {
+            let used = teams.used();
+            let mut bits = vec![0u8; MAX_TEAMS / 8];
+            for (i, u) in used.iter().enumerate() {
+                if *u {
+                    bits[i / 8] |= 1 << (i % 8);
+                }
+            }
+            bits
+        };
+        let all = self.allgather_scratch(&mine)?;
+        let mut union = [0u8; MAX_TEAMS / 8];
+        for bits in &all {
+            for (u, b) in union.iter_mut().zip(bits) {
+                *u |= b;
+            }
+        }
+        let free: Vec<u32> = (0..MAX_TEAMS as u32)
+            .filter(|&i| union[i as usize / 8] & (1 << (i % 8)) == 0)
+            .collect();
+        if free.len() < specs.len() {
+            return Err(Error::Inner(format!(
+                "no free team index: an instance can have at most {MAX_TEAMS} teams at once (the world and shared teams included)"
+            )));
+        }
+        let me = self.inst.my_pe();
+        let heap_size = self.inst.heap_size();
+        let reserved = self.inst.inner.heap.reserved();
+        let mut out = Vec::with_capacity(specs.len());
+        {
+            let mut used = teams.used();
+            for ((members, config), &index) in specs.iter().zip(&free) {
+                out.push(members.rank_of(me).map(|rank| {
+                    used[index as usize] = true;
+                    TeamState::new(*members, rank, index, reserved, heap_size, *config)
+                }));
+            }
+        }
+        // A reused index may hold an old team's counts: clear this PE's slot before anyone uses it.
+        for state in out.iter().flatten() {
+            self.inst.transport().fill(
+                &*self.inst.inner.sync_queue,
+                me,
+                state.slot as usize,
+                0,
+                SYNC_ARRAY_SIZE as usize,
+            )?;
+        }
+        self.sync()?;
+        Ok(out
+            .into_iter()
+            .map(|s| {
+                s.map(|state| Team {
+                    inst: self.inst.clone(),
+                    state: Arc::new(state),
+                })
+            })
+            .collect())
+    }
+
+    /// Destroys the team (`shmem_team_destroy`). Collective over its members. The world and
+    /// shared teams cannot be destroyed (CANN lets the world team be destroyed; that breaks
+    /// every later call, so it is refused here).
+    pub fn destroy(self) -> Result<()> {
+        crate::rma::logged(
+            "team_destroy",
+            (|| {
+                self.check_live()?;
+                if self.state.index == WORLD_INDEX || self.state.index == SHARED_INDEX {
+                    return Err(Error::InvalidParam(
+                        "the world and shared teams cannot be destroyed".into(),
+                    ));
+                }
+                self.sync()?;
+                self.state.live.store(false, Ordering::Release);
+                self.inst.inner.teams.used()[self.state.index as usize] = false;
+                Ok(())
+            })(),
+        )
     }
 }
 

@@ -427,8 +427,15 @@ fn threads() -> usize {
     std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
 }
 
+/// Named shared-memory objects that this library could have made. (The simulator uses
+/// anonymous memfds and never names one; other programs, Open MPI among them, do make named
+/// objects while tests run beside this one, so only names of ours are counted.)
 fn dev_shm() -> usize {
-    std::fs::read_dir("/dev/shm").map_or(0, |d| d.count())
+    std::fs::read_dir("/dev/shm").map_or(0, |d| {
+        d.flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("shmem"))
+            .count()
+    })
 }
 
 fn many_instances(ctx: &Ctx) -> Outcome {

@@ -1,0 +1,225 @@
+//! Broadcast, fcollect, collect, alltoall and alltoalls, and the internal gather.
+
+use bytemuck::Pod;
+use shmem_backend::{Pe, SignalOp, Strided};
+
+use super::{GATHER_BYTES, check_len};
+use crate::error::{Error, Result};
+use crate::rma::logged;
+use crate::sym::SymSlice;
+use crate::team::{Team, words};
+
+impl Team {
+    /// Every member's `mine` (all of one length), indexed by team rank, exchanged through the
+    /// team's gather region. Collective over the team.
+    pub(crate) fn allgather_scratch(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let n = self.n_pes() as usize;
+        let len = mine.len();
+        if len * n > GATHER_BYTES {
+            return Err(Error::Inner(format!(
+                "a gather of {len} bytes from {n} PEs does not fit the team's {GATHER_BYTES}-byte scratch"
+            )));
+        }
+        self.sync()?;
+        let mut c = self.state.coll();
+        let area = self.gather_area();
+        let me = self.my_pe() as usize;
+        for r in 0..n as u32 {
+            self.put_signal_word(r, area + me * len, mine, words::DATA, SignalOp::Add, 1)?;
+        }
+        c.data += n as u64;
+        self.wait_word(words::DATA, c.data, "a team gather")?;
+        let all = self.read_own(area, len * n)?;
+        Ok(all.chunks(len.max(1)).take(n).map(<[u8]>::to_vec).collect())
+    }
+
+    /// Copies `source` on PE `root` into `dest` on every member, the root included
+    /// (`shmem_broadcast`). Collective over the team; `dest` and `source` have the same length.
+    pub fn broadcast<T: Pod>(
+        &self,
+        dest: SymSlice<'_, T>,
+        source: SymSlice<'_, T>,
+        root: Pe,
+    ) -> Result<()> {
+        logged(
+            "broadcast",
+            (|| {
+                self.coll_prologue("broadcast")?;
+                check_len("broadcast", "source", source.len(), dest.len())?;
+                let n = self.n_pes();
+                if root >= n {
+                    return Err(Error::InvalidPe {
+                        pe: i64::from(root),
+                        n_pes: n,
+                    });
+                }
+                let mut c = self.state.coll();
+                c.seq += 1;
+                let seq = c.seq;
+                if self.my_pe() == root {
+                    c.ready += u64::from(n - 1);
+                    self.wait_word(words::READY, c.ready, "members ready for a broadcast")?;
+                    let data = self.read_own(source.offset(), source.byte_len())?;
+                    for r in 0..n {
+                        self.put_signal_word(
+                            r,
+                            dest.offset(),
+                            &data,
+                            words::DONE,
+                            SignalOp::Set,
+                            seq,
+                        )?;
+                    }
+                } else {
+                    self.signal_word(root, words::READY, SignalOp::Add, 1)?;
+                    self.wait_word(words::DONE, seq, "a broadcast's data")?;
+                }
+                Ok(())
+            })(),
+        )
+    }
+
+    /// Puts this PE's blocks into the members' `dest` (block `k` at element offset `at(k)`)
+    /// after an entry barrier, and waits until every member's blocks have arrived here.
+    fn exchange(&self, dest: usize, blocks: &[(u32, usize, &[u8])]) -> Result<()> {
+        self.sync()?;
+        let mut c = self.state.coll();
+        for (rank, off, data) in blocks {
+            self.put_signal_word(*rank, dest + off, data, words::DATA, SignalOp::Add, 1)?;
+        }
+        c.data += u64::from(self.n_pes());
+        self.wait_word(words::DATA, c.data, "the blocks of an exchange")
+    }
+
+    /// Concatenates every member's `source`, in rank order, into `dest` on every member
+    /// (`shmem_fcollect`): `dest` has `n_pes * source.len()` elements.
+    pub fn fcollect<T: Pod>(&self, dest: SymSlice<'_, T>, source: SymSlice<'_, T>) -> Result<()> {
+        logged(
+            "fcollect",
+            (|| {
+                self.coll_prologue("fcollect")?;
+                let n = self.n_pes();
+                check_len("fcollect", "dest", dest.len(), n as usize * source.len())?;
+                let data = self.read_own(source.offset(), source.byte_len())?;
+                let at = self.my_pe() as usize * source.byte_len();
+                let blocks: Vec<_> = (0..n).map(|r| (r, at, &data[..])).collect();
+                self.exchange(dest.offset(), &blocks)
+            })(),
+        )
+    }
+
+    /// Concatenates every member's `source` (of any length), in rank order, into `dest` on
+    /// every member (`shmem_collect`); returns the number of elements gathered. `dest` must
+    /// hold at least that many.
+    pub fn collect<T: Pod>(&self, dest: SymSlice<'_, T>, source: SymSlice<'_, T>) -> Result<usize> {
+        logged(
+            "collect",
+            (|| {
+                self.coll_prologue("collect")?;
+                let sizes = self.allgather_scratch(&(source.len() as u64).to_le_bytes())?;
+                let sizes: Vec<usize> = sizes
+                    .iter()
+                    .map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize)
+                    .collect();
+                let total: usize = sizes.iter().sum();
+                if dest.len() < total {
+                    return Err(Error::InvalidParam(format!(
+                        "collect: dest has {} elements, the members contribute {total}",
+                        dest.len()
+                    )));
+                }
+                let before: usize = sizes[..self.my_pe() as usize].iter().sum();
+                let data = self.read_own(source.offset(), source.byte_len())?;
+                let at = before * std::mem::size_of::<T>();
+                let blocks: Vec<_> = (0..self.n_pes()).map(|r| (r, at, &data[..])).collect();
+                self.exchange(dest.offset(), &blocks)?;
+                Ok(total)
+            })(),
+        )
+    }
+
+    /// Sends block `j` of `source` to member `j`, which stores it as block `my_pe` of its
+    /// `dest` (`shmem_alltoall`): both have `n_pes * nelems` elements.
+    pub fn alltoall<T: Pod>(&self, dest: SymSlice<'_, T>, source: SymSlice<'_, T>) -> Result<()> {
+        logged(
+            "alltoall",
+            (|| {
+                self.coll_prologue("alltoall")?;
+                let n = self.n_pes() as usize;
+                check_len("alltoall", "source", source.len(), dest.len())?;
+                if !dest.len().is_multiple_of(n) {
+                    return Err(Error::InvalidParam(format!(
+                        "alltoall: {} elements do not split into {n} blocks",
+                        dest.len()
+                    )));
+                }
+                let block = dest.byte_len() / n;
+                let all = self.read_own(source.offset(), source.byte_len())?;
+                let at = self.my_pe() as usize * block;
+                let blocks: Vec<_> = (0..n)
+                    .map(|r| (r as u32, at, &all[r * block..(r + 1) * block]))
+                    .collect();
+                self.exchange(dest.offset(), &blocks)
+            })(),
+        )
+    }
+
+    /// Strided [`Team::alltoall`] (`shmem_alltoalls`): element `k` of the block for member `j`
+    /// is `source[(j * nelems + k) * sst]`, stored at `dest[(my_pe * nelems + k) * dst]` there.
+    pub fn alltoalls<T: Pod>(
+        &self,
+        dest: SymSlice<'_, T>,
+        source: SymSlice<'_, T>,
+        dst: usize,
+        sst: usize,
+        nelems: usize,
+    ) -> Result<()> {
+        logged(
+            "alltoalls",
+            (|| {
+                self.coll_prologue("alltoalls")?;
+                let n = self.n_pes() as usize;
+                if dst == 0 || sst == 0 {
+                    return Err(Error::InvalidParam(
+                        "alltoalls: strides must be at least 1".into(),
+                    ));
+                }
+                let need = |stride: usize| {
+                    if nelems == 0 {
+                        0
+                    } else {
+                        (n * nelems - 1) * stride + 1
+                    }
+                };
+                if source.len() < need(sst) || dest.len() < need(dst) {
+                    return Err(Error::InvalidParam(format!(
+                        "alltoalls: {nelems} elements per PE with strides {dst}/{sst} need {} destination and {} source elements",
+                        need(dst),
+                        need(sst)
+                    )));
+                }
+                let sz = std::mem::size_of::<T>();
+                let all = self.read_own(source.offset(), source.byte_len())?;
+                self.sync()?;
+                let mut c = self.state.coll();
+                let me = self.my_pe() as usize;
+                for j in 0..n {
+                    let src = Strided {
+                        first: j * nelems * sst * sz,
+                        stride: (sst * sz) as isize,
+                    };
+                    let d = Strided {
+                        first: dest.offset() + me * nelems * dst * sz,
+                        stride: (dst * sz) as isize,
+                    };
+                    self.t()
+                        .iput(self.q(), self.pe_of(j as u32), d, &all, src, sz, nelems)?;
+                    self.t().fence(self.q())?;
+                    self.signal_word(j as u32, words::DATA, SignalOp::Add, 1)?;
+                }
+                c.data += n as u64;
+                self.wait_word(words::DATA, c.data, "the blocks of an alltoalls")
+            })(),
+        )
+    }
+}

@@ -1,0 +1,145 @@
+//! Collectives on teams, built from put-with-signal, signal and local waits only, so they run
+//! on any transport that has those (the hardware one included).
+//!
+//! Each team has a sync slot in the reserved heap area (counters that only grow: see
+//! [`words`](crate::team::words)) and a scratch area beyond the heap, split into a *gather*
+//! region (small exchanges: the team index agreement, `collect`'s sizes) and a *reduction*
+//! region (one slot per child of the reduction tree). The algorithms:
+//!
+//! - **broadcast**: members tell the root they are ready (their `dest` is free), the root puts
+//!   the data into every member's `dest` with a signal. Two phases, however many PEs.
+//! - **fcollect, collect, alltoall(s)**: an entry barrier (every `dest` is free), then every PE
+//!   puts its blocks into every member's `dest`, each with a signal-add, and waits for its own
+//!   count.
+//! - **reductions**: chunk by chunk up a tree of radix 8 (children put their partial results
+//!   into their parent's scratch slots), the root combines, and the result goes back down into
+//!   every member's `dest`. With up to 9 PEs the tree is one level: two phases per chunk.
+//!   `source` and `dest` may be the same array (in place).
+//!
+//! Phases, not messages, are what cost when PEs outnumber cores: every phase makes each waiting
+//! PE go through the scheduler once. The algorithms therefore keep the number of phases small
+//! rather than the number of puts.
+
+mod exchange;
+mod reduce;
+
+pub use reduce::{Complex32, Complex64, ReduceOp, Reducible};
+
+use shmem_backend::{Cmp, DynQueue, DynTransport, Pe, ScalarKind, Signal, SignalOp, Watch, Width};
+
+use crate::error::{Error, Result};
+use crate::team::{SCRATCH_PER_TEAM, Team};
+
+/// Bytes of a team's scratch used for gathers.
+pub(crate) const GATHER_BYTES: usize = 16 << 10;
+/// Bytes of one reduction slot (one per child of the tree).
+pub(crate) const REDUCE_SLOT: usize =
+    (SCRATCH_PER_TEAM - GATHER_BYTES) / crate::team::RADIX as usize;
+
+impl Team {
+    pub(crate) fn t(&self) -> &dyn DynTransport {
+        self.inst.transport()
+    }
+
+    pub(crate) fn q(&self) -> &dyn DynQueue {
+        &*self.inst.inner.sync_queue
+    }
+
+    /// The segment offset of this team's gather region.
+    pub(crate) fn gather_area(&self) -> usize {
+        self.state.scratch
+    }
+
+    /// The segment offset of reduction slot `i`.
+    pub(crate) fn reduce_slot(&self, i: u32) -> usize {
+        self.state.scratch + GATHER_BYTES + i as usize * REDUCE_SLOT
+    }
+
+    /// The heap offset of one of this team's sync words.
+    pub(crate) fn word(&self, word: u64) -> usize {
+        (self.state.slot + word) as usize
+    }
+
+    /// Waits until this PE's sync word `word` reaches `threshold`.
+    pub(crate) fn wait_word(&self, word: u64, threshold: u64, what: &str) -> Result<()> {
+        let t = self.t();
+        let off = self.word(word);
+        self.inst
+            .with_wait_ctl(what, |ctl| {
+                t.wait_local(
+                    Watch::word(off, Width::W64),
+                    &mut || {
+                        ScalarKind::U64.compare(
+                            Cmp::Ge,
+                            t.load(off, Width::W64).unwrap_or(0),
+                            threshold,
+                        )
+                    },
+                    ctl,
+                )
+            })
+            .map_err(|e| self.inst.fail(e.into()))
+    }
+
+    /// The instance PE of team rank `rank`.
+    pub(crate) fn pe_of(&self, rank: u32) -> Pe {
+        self.state.members.pe(rank)
+    }
+
+    /// Applies `op value` to sync word `word` of team rank `rank`.
+    pub(crate) fn signal_word(&self, rank: u32, word: u64, op: SignalOp, value: u64) -> Result<()> {
+        let sig = Signal {
+            offset: self.word(word),
+            width: Width::W64,
+            op,
+            value,
+        };
+        Ok(self.t().signal(self.q(), self.pe_of(rank), sig)?)
+    }
+
+    /// Puts `data` at segment offset `dst` of team rank `rank`, then applies `op value` to its
+    /// sync word `word` (the signal arrives after the data).
+    pub(crate) fn put_signal_word(
+        &self,
+        rank: u32,
+        dst: usize,
+        data: &[u8],
+        word: u64,
+        op: SignalOp,
+        value: u64,
+    ) -> Result<()> {
+        let sig = Signal {
+            offset: self.word(word),
+            width: Width::W64,
+            op,
+            value,
+        };
+        Ok(self
+            .t()
+            .put_signal(self.q(), self.pe_of(rank), dst, data, sig)?)
+    }
+
+    /// Copies `len` bytes at segment offset `off` of this PE's own segment.
+    pub(crate) fn read_own(&self, off: usize, len: usize) -> Result<Vec<u8>> {
+        let mut v = vec![0u8; len];
+        self.t().get(self.q(), self.inst.my_pe(), off, &mut v)?;
+        Ok(v)
+    }
+
+    /// The collective prologue: the team is live, the call is allowed under the profile.
+    pub(crate) fn coll_prologue(&self, what: &str) -> Result<()> {
+        self.check_live()?;
+        self.inst.require_beyond_cann(what)
+    }
+}
+
+/// Checks that a view has exactly `want` elements.
+pub(crate) fn check_len(what: &str, name: &str, have: usize, want: usize) -> Result<()> {
+    if have == want {
+        Ok(())
+    } else {
+        Err(Error::InvalidParam(format!(
+            "{what}: {name} has {have} elements, {want} are needed"
+        )))
+    }
+}

@@ -1,0 +1,252 @@
+//! Contexts: independent streams of communication, each with its own completion (`quiet`) and
+//! ordering (`fence`) scope.
+//!
+//! Every instance has a *default* context. More can be created from the instance (over the
+//! world team) or from a team; a team's context numbers PEs in the team's numbering. Views of
+//! symmetric memory carry the context their operations are issued on: `buf.as_slice()` uses the
+//! default context, `buf.as_slice().on(&ctx)` another one.
+//!
+//! ```no_run
+//! # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
+//! use shmem::CtxOptions;
+//! let buf = inst.calloc::<u64>(1024)?;
+//! let ctx = inst.ctx_create(CtxOptions::PRIVATE)?;
+//! let src = vec![1u64; 1024];
+//! ctx.nbi(|s| s.put_nbi(buf.as_slice().on(&ctx), &src, 1))??;  // completed by the scope
+//! ctx.quiet()?;                                                   // only this context's operations
+//! ctx.destroy()?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::ThreadId;
+
+use shmem_backend::{DynQueue, Pe};
+
+use crate::error::{Error, Result};
+use crate::instance::Instance;
+use crate::team::Team;
+
+/// The options of a context (`SHMEM_CTX_*`), combined with `|`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CtxOptions(pub u32);
+
+impl CtxOptions {
+    /// No options.
+    pub const NONE: CtxOptions = CtxOptions(0);
+    /// `SHMEM_CTX_SERIALIZED`: the program never uses the context from two threads at once.
+    pub const SERIALIZED: CtxOptions = CtxOptions(1 << 0);
+    /// `SHMEM_CTX_PRIVATE`: only the creating thread uses the context (checked: another thread
+    /// gets an error).
+    pub const PRIVATE: CtxOptions = CtxOptions(1 << 1);
+    /// `SHMEM_CTX_NOSTORE`: the context performs no store operations (checked: puts,
+    /// non-fetching atomics and signals on it are refused).
+    pub const NOSTORE: CtxOptions = CtxOptions(1 << 2);
+
+    /// Whether every option of `other` is set.
+    pub fn contains(self, other: CtxOptions) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for CtxOptions {
+    type Output = CtxOptions;
+    fn bitor(self, rhs: CtxOptions) -> CtxOptions {
+        CtxOptions(self.0 | rhs.0)
+    }
+}
+
+/// A created context. Cloning gives another handle to the same context.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) inner: Arc<CtxInner>,
+}
+
+pub(crate) struct CtxInner {
+    pub(crate) inst: Instance,
+    /// The team whose PE numbering the context uses; `None` for the world.
+    pub(crate) team: Option<Team>,
+    pub(crate) queue: Box<dyn DynQueue>,
+    pub(crate) options: CtxOptions,
+    owner: ThreadId,
+    live: AtomicBool,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("instance", &self.inner.inst.id())
+            .field("options", &self.inner.options)
+            .field("team", &self.inner.team.as_ref().map(|t| t.index()))
+            .finish()
+    }
+}
+
+/// The context an operation is issued on: an instance's default context or a created one.
+#[derive(Clone, Copy)]
+pub struct CtxRef<'a> {
+    pub(crate) inst: &'a Instance,
+    pub(crate) ctx: Option<&'a CtxInner>,
+}
+
+impl std::fmt::Debug for CtxRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.ctx {
+            None => write!(f, "CtxRef(default of instance {})", self.inst.id()),
+            Some(c) => write!(f, "CtxRef({:?} of instance {})", c.options, self.inst.id()),
+        }
+    }
+}
+
+impl<'a> CtxRef<'a> {
+    /// The default context of `inst`.
+    pub(crate) fn default_of(inst: &'a Instance) -> CtxRef<'a> {
+        CtxRef { inst, ctx: None }
+    }
+
+    /// The instance.
+    pub fn instance(&self) -> &'a Instance {
+        self.inst
+    }
+
+    pub(crate) fn queue(&self) -> &'a dyn DynQueue {
+        match self.ctx {
+            Some(c) => &*c.queue,
+            None => &*self.inst.inner.queue,
+        }
+    }
+
+    /// Checks the context may be used here and now, and translates `pe` (in the context's
+    /// team numbering) to the instance's.
+    pub(crate) fn target(&self, pe: Pe) -> Result<Pe> {
+        self.usable()?;
+        match self.ctx.and_then(|c| c.team.as_ref()) {
+            None => {
+                self.inst.check_pe(pe)?;
+                Ok(pe)
+            }
+            Some(team) => team.to_instance_pe(pe),
+        }
+    }
+
+    /// Checks that the instance is live and the context may be used by this thread.
+    pub(crate) fn usable(&self) -> Result<()> {
+        self.inst.check_live()?;
+        if let Some(c) = self.ctx {
+            if !c.live.load(Ordering::Acquire) {
+                return Err(Error::InvalidParam("the context was destroyed".into()));
+            }
+            if c.options.contains(CtxOptions::PRIVATE) && std::thread::current().id() != c.owner {
+                return Err(Error::InvalidParam(
+                    "a SHMEM_CTX_PRIVATE context used by a thread other than its creator".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses store operations on a `NOSTORE` context.
+    pub(crate) fn check_store(&self, what: &str) -> Result<()> {
+        match self.ctx {
+            Some(c) if c.options.contains(CtxOptions::NOSTORE) => Err(Error::InvalidParam(
+                format!("{what} on a context created with SHMEM_CTX_NOSTORE"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Completes every operation issued on this context (`shmem_ctx_quiet`).
+    pub fn quiet(&self) -> Result<()> {
+        self.usable()?;
+        self.inst
+            .transport()
+            .quiet(self.queue())
+            .map_err(Error::from)
+    }
+
+    /// Orders this context's puts, atomics and signals to each PE (`shmem_ctx_fence`).
+    pub fn fence(&self) -> Result<()> {
+        self.usable()?;
+        self.inst
+            .transport()
+            .fence(self.queue())
+            .map_err(Error::from)
+    }
+}
+
+impl Context {
+    /// This context as the context of an operation.
+    pub fn as_ref(&self) -> CtxRef<'_> {
+        CtxRef {
+            inst: &self.inner.inst,
+            ctx: Some(&self.inner),
+        }
+    }
+
+    /// The context's options.
+    pub fn options(&self) -> CtxOptions {
+        self.inner.options
+    }
+
+    /// The team the context was created from (`shmem_ctx_get_team`); the world team for a
+    /// context created from the instance.
+    pub fn team(&self) -> Team {
+        self.inner
+            .team
+            .clone()
+            .unwrap_or_else(|| self.inner.inst.team_world())
+    }
+
+    /// Completes every operation issued on this context.
+    pub fn quiet(&self) -> Result<()> {
+        self.as_ref().quiet()
+    }
+
+    /// Orders this context's puts, atomics and signals to each PE.
+    pub fn fence(&self) -> Result<()> {
+        self.as_ref().fence()
+    }
+
+    /// Destroys the context (`shmem_ctx_destroy`), completing its outstanding operations
+    /// first. Other handles to it then fail with an error.
+    pub fn destroy(self) -> Result<()> {
+        let r = self.quiet();
+        self.inner.live.store(false, Ordering::Release);
+        r
+    }
+}
+
+impl Instance {
+    /// The default context (`SHMEM_CTX_DEFAULT`).
+    pub fn default_ctx(&self) -> CtxRef<'_> {
+        CtxRef::default_of(self)
+    }
+
+    /// Creates a context over the world team (`shmem_ctx_create`).
+    pub fn ctx_create(&self, options: CtxOptions) -> Result<Context> {
+        self.new_ctx(None, options)
+    }
+
+    pub(crate) fn new_ctx(&self, team: Option<Team>, options: CtxOptions) -> Result<Context> {
+        self.check_live()?;
+        self.require_beyond_cann("contexts")?;
+        let known = CtxOptions::SERIALIZED | CtxOptions::PRIVATE | CtxOptions::NOSTORE;
+        if options.0 & !known.0 != 0 {
+            return Err(Error::InvalidParam(format!(
+                "unknown context options {:#x}",
+                options.0 & !known.0
+            )));
+        }
+        Ok(Context {
+            inner: Arc::new(CtxInner {
+                inst: self.clone(),
+                team,
+                queue: self.transport().new_queue(),
+                options,
+                owner: std::thread::current().id(),
+                live: AtomicBool::new(true),
+            }),
+        })
+    }
+}
