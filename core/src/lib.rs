@@ -23,6 +23,7 @@
 //! See the crate's `docs/` for the architecture and the CANN differences.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod amo;
 mod attr;
 pub(crate) mod bootstrap;
 pub mod cann;
@@ -37,9 +38,11 @@ pub mod mpi;
 mod registry;
 mod rma;
 mod settings;
+mod signal;
 mod sym;
 mod team;
 
+pub use amo::{AmoBitwise, AmoStandard, AmoType};
 pub use attr::{
     Attributes, Backend, DEFAULT_TIMEOUT, EXTRA_SIZE, InitMode, MAX_IP_PORT_LEN,
     OptionalAttributes, Secret, UniqueId, engine,
@@ -50,6 +53,7 @@ pub use error::{Code, Error, Result};
 pub use instance::Instance;
 pub use rma::NbiScope;
 pub use shmem_backend::{Cmp, Pe, SignalOp};
+pub use signal::SignalWord;
 pub use sym::{SymBuf, SymElem, SymSlice};
 pub use team::{MAX_TEAMS, Team, TeamConfig};
 
