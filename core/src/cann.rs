@@ -239,3 +239,165 @@ pub fn my_pe() -> i32 {
 pub fn n_pes() -> i32 {
     active().map_or(-1, |i| i.n_pes() as i32)
 }
+
+// ---- Teams and barriers of the active instance, with CANN's integer team handles. ----
+//
+// A CANN team handle is the team's index (`aclshmem_team_t`): 0 is the world team, -1 is
+// `ACLSHMEM_TEAM_INVALID`. Here indices are agreed by the members, so a handle names the same
+// team on every member. CANN supports teams other than the world team only on instance 0; on
+// other instances split, translate, get_config, team_my_pe and team_n_pes return
+// `ACLSHMEM_NOT_SUPPORTED`, as in CANN.
+
+/// `ACLSHMEM_TEAM_INVALID`.
+pub const TEAM_INVALID: i32 = -1;
+/// `ACLSHMEM_TEAM_WORLD`.
+pub const TEAM_WORLD: i32 = 0;
+
+static TEAMS: Mutex<BTreeMap<(u64, i32), crate::Team>> = Mutex::new(BTreeMap::new());
+
+fn teams() -> MutexGuard<'static, BTreeMap<(u64, i32), crate::Team>> {
+    TEAMS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The active instance's team with handle `handle`.
+fn team(handle: i32) -> Result<crate::Team> {
+    let inst = active()?;
+    if handle == TEAM_WORLD {
+        return Ok(inst.team_world());
+    }
+    teams()
+        .get(&(inst.id(), handle))
+        .filter(|t| t.is_live())
+        .cloned()
+        .ok_or_else(|| {
+            Error::InvalidParam(format!(
+                "{handle} is not a valid team of instance {}",
+                inst.id()
+            ))
+        })
+}
+
+fn single_instance(what: &str) -> Result<Instance> {
+    let inst = active()?;
+    if inst.id() != 0 {
+        let e = Error::NotSupported(format!(
+            "{what} is not supported in multi-instance mode (instance_id={}). Only Instance 0 supports team operations. Please Create new instance instead.",
+            inst.id()
+        ));
+        tracing::error!("{e}");
+        return Err(e);
+    }
+    Ok(inst)
+}
+
+fn handle_of(t: Option<crate::Team>) -> i32 {
+    match t {
+        None => TEAM_INVALID,
+        Some(t) => {
+            let h = t.index() as i32;
+            teams().insert((t.instance().id(), h), t);
+            h
+        }
+    }
+}
+
+/// `aclshmem_team_split_strided`: the new team's handle, or [`TEAM_INVALID`] on a PE that is
+/// not a member.
+pub fn team_split_strided(parent: i32, start: i32, stride: i32, size: i32) -> Result<i32> {
+    single_instance("aclshmem_team_split_strided")?;
+    let p = team(parent).inspect_err(|e| tracing::error!("team_split_strided: {e}"))?;
+    p.split_strided(start, stride, size, crate::TeamConfig::default())
+        .map(handle_of)
+}
+
+/// `aclshmem_team_split_2d`: the handles of this PE's row and column teams.
+pub fn team_split_2d(parent: i32, xrange: i32) -> Result<(i32, i32)> {
+    single_instance("aclshmem_team_split_2d")?;
+    let p = team(parent).inspect_err(|e| tracing::error!("team_split_2d: {e}"))?;
+    let (x, y) = p.split_2d(
+        xrange,
+        crate::TeamConfig::default(),
+        crate::TeamConfig::default(),
+    )?;
+    Ok((handle_of(x), handle_of(y)))
+}
+
+/// `aclshmem_team_translate_pe`: -1 when either team is invalid or the PE is not in both;
+/// `ACLSHMEM_NOT_SUPPORTED` on instances other than 0.
+pub fn team_translate_pe(src: i32, src_pe: i32, dest: i32) -> i32 {
+    if single_instance("aclshmem_team_translate_pe").is_err() {
+        return crate::Code::NotSupported as i32;
+    }
+    match (team(src), team(dest), u32::try_from(src_pe)) {
+        (Ok(s), Ok(d), Ok(pe)) => s.translate_pe(pe, &d).map_or(-1, |p| p as i32),
+        _ => -1,
+    }
+}
+
+/// `aclshmem_team_my_pe`: -1 for an invalid team; `ACLSHMEM_NOT_SUPPORTED` on instances
+/// other than 0.
+pub fn team_my_pe(handle: i32) -> i32 {
+    if single_instance("aclshmem_team_my_pe").is_err() {
+        return crate::Code::NotSupported as i32;
+    }
+    team(handle).map_or(-1, |t| t.my_pe() as i32)
+}
+
+/// `aclshmem_team_n_pes`: -1 for an invalid team; `ACLSHMEM_NOT_SUPPORTED` on instances
+/// other than 0.
+pub fn team_n_pes(handle: i32) -> i32 {
+    if single_instance("aclshmem_team_n_pes").is_err() {
+        return crate::Code::NotSupported as i32;
+    }
+    team(handle).map_or(-1, |t| t.n_pes() as i32)
+}
+
+/// `aclshmem_team_get_config`: `INVALID_PARAM` for an invalid team; `NOT_SUPPORTED` on
+/// instances other than 0.
+pub fn team_get_config(handle: i32) -> Result<crate::TeamConfig> {
+    single_instance("aclshmem_team_get_config")?;
+    team(handle)
+        .map(|t| t.config())
+        .inspect_err(|e| tracing::error!("team_get_config: {e}"))
+}
+
+/// `aclshmem_team_destroy`: an invalid handle is only logged (as in CANN); the world team
+/// cannot be destroyed (CANN destroys it, breaking every later call).
+pub fn team_destroy(handle: i32) {
+    match team(handle) {
+        Err(e) => tracing::error!("team_destroy: {e}"),
+        Ok(t) => {
+            let key = (t.instance().id(), handle);
+            match t.destroy() {
+                Ok(()) => {
+                    teams().remove(&key);
+                }
+                Err(e) => tracing::error!("team_destroy: {e}"),
+            }
+        }
+    }
+}
+
+/// `aclshmem_barrier`: completes outstanding operations and waits for the team's PEs;
+/// [`TEAM_INVALID`] is a no-op.
+pub fn barrier(handle: i32) -> Result<()> {
+    if handle == TEAM_INVALID {
+        return Ok(());
+    }
+    team(handle)?.barrier()
+}
+
+/// `aclshmem_barrier_all`.
+pub fn barrier_all() -> Result<()> {
+    active()?.barrier_all()
+}
+
+/// `aclshmem_sync` (the same as CANN's barrier).
+pub fn sync(handle: i32) -> Result<()> {
+    barrier(handle)
+}
+
+/// `aclshmem_sync_all`.
+pub fn sync_all() -> Result<()> {
+    barrier_all()
+}

@@ -661,6 +661,36 @@ impl Instance {
         Ok(local.expect("checked"))
     }
 
+    /// Collectively moves the block at `off` (of `old` bytes) to a new block of `new` bytes,
+    /// copying this PE's contents up to the smaller size, and frees the old block. On failure
+    /// the old block is unchanged.
+    pub(crate) fn realloc_collective(
+        &self,
+        off: u64,
+        old: u64,
+        new: u64,
+        align: usize,
+    ) -> Result<u64> {
+        let align = (align > 16).then_some(align as u64);
+        let to = self.alloc_collective(new, align, false)?;
+        let keep = old.min(new) as usize;
+        let mut data = vec![0u8; keep];
+        let q = &*self.inner.sync_queue;
+        let copy = self
+            .transport()
+            .get(q, self.inner.my_pe, off as usize, &mut data)
+            .and_then(|()| {
+                self.transport()
+                    .put(q, self.inner.my_pe, to as usize, &data)
+            });
+        if let Err(e) = copy {
+            let _ = self.free_collective(to);
+            return Err(e.into());
+        }
+        self.free_collective(off)?;
+        Ok(to)
+    }
+
     /// Collectively releases the block at heap offset `off`.
     pub(crate) fn free_collective(&self, off: u64) -> Result<()> {
         self.check_live()?;
@@ -748,3 +778,35 @@ const _: fn() = || {
     fn is_transport<T: Transport>() {}
     is_transport::<SimTransport>();
 };
+
+/// The levels of thread support (`SHMEM_THREAD_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(i32)]
+pub enum ThreadLevel {
+    /// `SHMEM_THREAD_SINGLE`: one thread.
+    Single = 0,
+    /// `SHMEM_THREAD_FUNNELED`: several threads, only the initialising one calls the library.
+    Funneled = 1,
+    /// `SHMEM_THREAD_SERIALIZED`: several threads, one at a time.
+    Serialized = 2,
+    /// `SHMEM_THREAD_MULTIPLE`: several threads at once, without restriction.
+    Multiple = 3,
+}
+
+impl Instance {
+    /// Initialises with a requested level of thread support (`shmem_init_thread`). The library
+    /// is thread safe throughout, so it always provides [`ThreadLevel::Multiple`].
+    pub fn init_thread(
+        attrs: &Attributes,
+        requested: ThreadLevel,
+    ) -> Result<(Instance, ThreadLevel)> {
+        let _ = requested;
+        Instance::init(attrs).map(|i| (i, ThreadLevel::Multiple))
+    }
+
+    /// The level of thread support provided (`shmem_query_thread`): always
+    /// [`ThreadLevel::Multiple`].
+    pub fn query_thread(&self) -> ThreadLevel {
+        ThreadLevel::Multiple
+    }
+}

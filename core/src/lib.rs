@@ -50,7 +50,7 @@ pub use attr::{
 pub use coll::{Complex32, Complex64, ReduceOp, Reducible};
 pub use ctx::{Context, CtxOptions, CtxRef};
 pub use error::{Code, Error, Result};
-pub use instance::Instance;
+pub use instance::{Instance, ThreadLevel};
 pub use rma::NbiScope;
 pub use shmem_backend::{Cmp, Pe, SignalOp};
 pub use signal::SignalWord;

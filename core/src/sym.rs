@@ -193,6 +193,30 @@ impl<T: Pod> SymBuf<T> {
         self.as_slice().elem(index)
     }
 
+    /// Resizes the allocation to `new_len` elements (`shmem_realloc`). Collective. The
+    /// contents are kept up to the smaller of the two sizes (each PE keeps its own copy's); on
+    /// failure the allocation is unchanged.
+    pub fn realloc(&mut self, new_len: usize) -> Result<()> {
+        self.inst.require_beyond_cann("realloc")?;
+        let sz = std::mem::size_of::<T>();
+        let Some(bytes) = new_len.checked_mul(sz) else {
+            let _ = self.inst.alloc_collective(0, None, false);
+            return Err(Error::InvalidValue(format!(
+                "{new_len} elements of {sz} bytes overflow"
+            )))
+            .inspect_err(|e| tracing::error!("realloc: {e}"));
+        };
+        let off = self.inst.realloc_collective(
+            self.offset as u64,
+            (self.len * sz) as u64,
+            bytes as u64,
+            std::mem::align_of::<T>(),
+        )?;
+        self.offset = off as usize;
+        self.len = new_len;
+        Ok(())
+    }
+
     /// Releases the allocation. Collective: every PE frees the same allocation in the same
     /// order.
     pub fn free(mut self) -> Result<()> {
@@ -416,6 +440,52 @@ impl Instance {
     pub fn free_raw(&self, offset: usize) -> Result<()> {
         self.free_collective(offset as u64)
             .inspect_err(|e| tracing::error!("free: {e}"))
+    }
+
+    /// Resizes the block at heap offset `offset` to `size` bytes (`shmem_realloc`):
+    /// `None` allocates, a size of 0 frees (returning `None`). Collective. The contents are
+    /// kept up to the smaller of the two sizes; on failure the block is unchanged.
+    pub fn realloc_raw(&self, offset: Option<usize>, size: usize) -> Result<Option<usize>> {
+        self.require_beyond_cann("realloc")?;
+        let r = match (offset, size) {
+            (None, 0) => Ok(None),
+            (None, n) => self
+                .alloc_collective(n as u64, None, false)
+                .map(|o| Some(o as usize)),
+            (Some(off), 0) => self.free_collective(off as u64).map(|_| None),
+            (Some(off), n) => match self.inner.heap.block_size(off as u64) {
+                None => {
+                    let _ = self.alloc_collective(0, None, false);
+                    Err(Error::InvalidParam(format!(
+                        "realloc: offset {off:#x} is not the start of an allocated block"
+                    )))
+                }
+                Some(old) => self
+                    .realloc_collective(off as u64, old, n as u64, 16)
+                    .map(|o| Some(o as usize)),
+            },
+        };
+        r.inspect_err(|e| tracing::error!("realloc: {e}"))
+    }
+
+    /// Allocates like [`Instance::malloc`], with usage hints (`shmem_malloc_with_hints`). The
+    /// simulator places every block the same way, so the hints (and unknown hint bits, which
+    /// OpenSHMEM requires to be ignored) do not change the result.
+    pub fn malloc_with_hints<T: Pod>(&self, len: usize, hints: i64) -> Result<SymBuf<T>> {
+        let _ = hints;
+        self.require_beyond_cann("malloc_with_hints")?;
+        self.malloc(len)
+    }
+
+    /// Whether `len` bytes at local address `addr` lie in the symmetric heap and can be
+    /// accessed on PE `pe` (`shmem_addr_accessible`).
+    pub fn addr_accessible(&self, addr: *const u8, len: usize, pe: Pe) -> bool {
+        self.is_initialized() && pe < self.n_pes() && self.offset_of(addr, len).is_some()
+    }
+
+    /// Whether PE `pe` can be reached (`shmem_pe_accessible`).
+    pub fn pe_accessible(&self, pe: Pe) -> bool {
+        self.is_initialized() && pe < self.n_pes()
     }
 
     /// Bytes of the heap free for allocation on this PE, and the largest free block.

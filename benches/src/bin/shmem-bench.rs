@@ -75,7 +75,11 @@ const RANGE_VAR: &str = "SHMEM_BENCH_PORT_RANGE";
 fn rss_kib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0.0)
 }
 
@@ -85,7 +89,10 @@ fn open_fds() -> f64 {
 
 /// The multi-instance costs: switching the active instance (CANN's context set), creating and
 /// finalising an instance on every PE, and 255 live instances.
-fn multi_instance(world: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), shmem::Error> {
+fn multi_instance(
+    world: &Instance,
+    results: &mut BTreeMap<String, f64>,
+) -> Result<(), shmem::Error> {
     let me = world.my_pe();
     let n = world.n_pes() as i32;
     let range = std::env::var(RANGE_VAR).unwrap_or_else(|_| "21000:21300".into());
@@ -98,7 +105,10 @@ fn multi_instance(world: &Instance, results: &mut BTreeMap<String, f64>) -> Resu
     // Create + finalize of instance 1, 21 rounds.
     let create = median_per_op(9, 2, || {
         for _ in 0..2 {
-            Instance::init(&attrs(1)).expect("init").finalize().expect("finalize");
+            Instance::init(&attrs(1))
+                .expect("init")
+                .finalize()
+                .expect("finalize");
         }
     });
     results.insert("mi_create_finalize".into(), create);
@@ -118,7 +128,9 @@ fn multi_instance(world: &Instance, results: &mut BTreeMap<String, f64>) -> Resu
     // 255 live instances (1..=255).
     let (rss0, fds0) = (rss_kib(), open_fds());
     let t = std::time::Instant::now();
-    let live: Vec<Instance> = (1..=255).map(|id| Instance::init(&attrs(id))).collect::<Result<_, _>>()?;
+    let live: Vec<Instance> = (1..=255)
+        .map(|id| Instance::init(&attrs(id)))
+        .collect::<Result<_, _>>()?;
     let created = t.elapsed().as_secs_f64();
     world.barrier_all()?;
     let (rss1, fds1) = (rss_kib(), open_fds());
@@ -131,14 +143,33 @@ fn multi_instance(world: &Instance, results: &mut BTreeMap<String, f64>) -> Resu
     world.barrier_all()?;
     let (rss2, fds2) = (rss_kib(), open_fds());
     // Every PE reports its figures; PE 0 prints them all.
-    let mine = [created, finalized, rss1 - rss0, fds1 - fds0, rss2 - rss0, fds2 - fds0];
+    let mine = [
+        created,
+        finalized,
+        rss1 - rss0,
+        fds1 - fds0,
+        rss2 - rss0,
+        fds2 - fds0,
+    ];
     let table = world.calloc::<f64>(mine.len() * n as usize)?;
-    table.slice(me as usize * mine.len()..(me as usize + 1) * mine.len()).put(&mine, 0)?;
+    table
+        .slice(me as usize * mine.len()..(me as usize + 1) * mine.len())
+        .put(&mine, 0)?;
     world.barrier_all()?;
     if me == 0 {
         let all = table.as_slice().to_vec(0)?;
         for (pe, row) in all.chunks(mine.len()).enumerate() {
-            for (k, name) in ["create255_s", "finalize255_s", "rss255_kib", "fds255", "rss_after_kib", "fds_after"].iter().enumerate() {
+            for (k, name) in [
+                "create255_s",
+                "finalize255_s",
+                "rss255_kib",
+                "fds255",
+                "rss_after_kib",
+                "fds_after",
+            ]
+            .iter()
+            .enumerate()
+            {
                 results.insert(format!("mi_pe{pe}_{name}"), row[k]);
             }
         }
@@ -222,7 +253,11 @@ fn pe_main(role: &str) -> Result<(), shmem::Error> {
 fn free_port_range() -> String {
     let base = (0..100u16)
         .map(|k| 20000 + (std::process::id() as u16 % 37 + k * 53) % 40 * 300)
-        .find(|&b| (b + 1..=b + 255).step_by(17).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()))
+        .find(|&b| {
+            (b + 1..=b + 255)
+                .step_by(17)
+                .all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        })
         .unwrap_or(21000);
     format!("{base}:{}", base + 299)
 }
@@ -365,11 +400,28 @@ fn driver(args: &Args) -> Result<(), String> {
     println!("OSHMEM column: {osh_note}");
     if args.multi_instance {
         let mi = launch("multi_instance", 4)?;
-        let g = |k: &str| mi.get(k).copied().ok_or_else(|| format!("missing result {k}"));
+        let g = |k: &str| {
+            mi.get(k)
+                .copied()
+                .ok_or_else(|| format!("missing result {k}"))
+        };
         println!("\nmulti-instance, 4 PEs (medians of 9 batches):");
-        println!("  switch the active instance (cann::instance_ctx_set): {}", us(g("mi_switch")?));
-        println!("  create + finalize one instance on all 4 PEs:         {}", us(g("mi_create_finalize")?));
-        let mut t = Table::new(&["PE", "create 255", "finalize 255", "memory of 255 live", "descriptors of 255 live", "left after finalize"]);
+        println!(
+            "  switch the active instance (cann::instance_ctx_set): {}",
+            us(g("mi_switch")?)
+        );
+        println!(
+            "  create + finalize one instance on all 4 PEs:         {}",
+            us(g("mi_create_finalize")?)
+        );
+        let mut t = Table::new(&[
+            "PE",
+            "create 255",
+            "finalize 255",
+            "memory of 255 live",
+            "descriptors of 255 live",
+            "left after finalize",
+        ]);
         for pe in 0..4 {
             let k = |name: &str| g(&format!("mi_pe{pe}_{name}"));
             t.row(vec![
@@ -378,7 +430,11 @@ fn driver(args: &Args) -> Result<(), String> {
                 format!("{:.0} ms", k("finalize255_s")? * 1e3),
                 format!("+{:.1} MiB", k("rss255_kib")? / 1024.0),
                 format!("+{:.0}", k("fds255")?),
-                format!("{:+.1} MiB, {:+.0} fds", k("rss_after_kib")? / 1024.0, k("fds_after")?),
+                format!(
+                    "{:+.1} MiB, {:+.0} fds",
+                    k("rss_after_kib")? / 1024.0,
+                    k("fds_after")?
+                ),
             ]);
         }
         print!("{}", t.render());

@@ -25,6 +25,19 @@ pub(crate) fn cases() -> Vec<Case> {
             .full_pes(&[3, 8]),
         Case::new("heap::stress_no_leak", stress_no_leak),
         Case::new("heap::symmetric_offsets", symmetric_offsets),
+        Case::new("heap::realloc_keeps_contents", realloc_keeps_contents),
+        Case::new("heap::realloc_raw_null_and_zero", realloc_raw).pes(&[1, 2]),
+        Case::new(
+            "heap::hints_accessibility_and_thread_level",
+            hints_and_queries,
+        )
+        .pes(&[1, 2]),
+        Case::new(
+            "heap::cann_profile_refuses_realloc_and_hints",
+            cann_profile_extras,
+        )
+        .pes(&[1, 2])
+        .env(&[("SHMEM_PROFILE", "cann")]),
     ]
 }
 
@@ -249,6 +262,140 @@ fn symmetric_offsets(ctx: &Ctx) -> Outcome {
         b.free()?;
     }
     table.free()?;
+    inst.finalize()?;
+    Ok(())
+}
+
+/// Growing keeps every PE's own contents (and the new tail is usable); shrinking keeps the
+/// prefix; a failed realloc leaves the block and its contents as they were.
+fn realloc_keeps_contents(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world_with(4 << 20)?;
+    let (me, n) = (ctx.pe, ctx.n_pes);
+    let (free0, _) = inst.heap_free();
+    let mut buf = inst.malloc::<u32>(100)?;
+    let mine: Vec<u32> = (0..100).map(|i| me * 1000 + i).collect();
+    buf.as_slice().put(&mine, me)?;
+    // Another block behind it, so growing cannot stay in place.
+    let fence = inst.malloc::<u8>(64)?;
+    buf.realloc(5000)?;
+    check_eq!(buf.len(), 5000);
+    check_eq!(
+        buf.slice(..100).to_vec(me)?,
+        mine,
+        "growing lost this PE's contents"
+    );
+    // The grown block is symmetric: write the tail of the next PE.
+    let next = (me + 1) % n;
+    buf.slice(4000..4010).put(&[me; 10], next)?;
+    inst.barrier_all()?;
+    check_eq!(
+        buf.slice(4000..4010).to_vec(me)?,
+        vec![(me + n - 1) % n; 10]
+    );
+    buf.realloc(10)?;
+    check_eq!(
+        buf.as_slice().to_vec(me)?,
+        mine[..10].to_vec(),
+        "shrinking lost the prefix"
+    );
+    let before = buf.offset();
+    check_code!(buf.realloc(usize::MAX / 2), Code::InvalidValue);
+    check_code!(buf.realloc(64 << 20), Code::MallocFailed);
+    check_eq!(buf.offset(), before, "a failed realloc moved the block");
+    check_eq!(
+        buf.as_slice().to_vec(me)?,
+        mine[..10].to_vec(),
+        "a failed realloc changed the contents"
+    );
+    inst.barrier_all()?;
+    buf.free()?;
+    fence.free()?;
+    check_eq!(inst.heap_free().0, free0, "realloc leaked heap space");
+    inst.finalize()?;
+    Ok(())
+}
+
+/// `shmem_realloc(NULL, n)` allocates, `shmem_realloc(p, 0)` frees, and a pointer that is not
+/// a block start is refused.
+fn realloc_raw(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world_with(4 << 20)?;
+    let (free0, _) = inst.heap_free();
+    let off = inst
+        .realloc_raw(None, 256)?
+        .ok_or_else(|| crate::Failure("realloc(NULL, 256) gave NULL".into()))?;
+    check!(
+        inst.heap_free().0 < free0,
+        "realloc(NULL, n) did not allocate"
+    );
+    inst.view::<u64>(off, 32)?
+        .put(&[u64::from(ctx.pe); 32], ctx.pe)?;
+    let moved = inst
+        .realloc_raw(Some(off), 4096)?
+        .ok_or_else(|| crate::Failure("realloc to 4096 gave NULL".into()))?;
+    check_eq!(
+        inst.view::<u64>(moved, 32)?.to_vec(ctx.pe)?,
+        vec![u64::from(ctx.pe); 32]
+    );
+    check_code!(inst.realloc_raw(Some(moved + 16), 64), Code::InvalidParam);
+    check_eq!(inst.realloc_raw(Some(moved), 0)?, None);
+    check_eq!(inst.heap_free().0, free0, "realloc(p, 0) did not free");
+    check_eq!(inst.realloc_raw(None, 0)?, None);
+    inst.finalize()?;
+    Ok(())
+}
+
+/// Hints (known and unknown bits) allocate like malloc; the accessibility queries answer for
+/// heap addresses, other addresses and PEs out of range; the thread level is MULTIPLE.
+fn hints_and_queries(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world_with(4 << 20)?;
+    let n = ctx.n_pes;
+    let a = inst.malloc_with_hints::<u64>(16, 1)?; // SHMEM_MALLOC_ATOMICS_REMOTE
+    let b = inst.malloc_with_hints::<u64>(16, 1 << 40)?; // an unknown bit: ignored
+    check_eq!(
+        b.offset(),
+        a.offset() + 128,
+        "hinted blocks are not placed like plain ones"
+    );
+    let local = 0u64;
+    for pe in 0..n {
+        check!(inst.pe_accessible(pe));
+        check!(inst.addr_accessible(a.as_ptr().cast(), 128, pe));
+        check!(
+            !inst.addr_accessible((&raw const local).cast(), 8, pe),
+            "a stack address is accessible"
+        );
+    }
+    check!(!inst.pe_accessible(n));
+    check!(!inst.addr_accessible(a.as_ptr().cast(), 8, n));
+    check!(
+        !inst.addr_accessible(inst.heap_base(), inst.heap_size() + 1, 0),
+        "a range past the heap end"
+    );
+    check_eq!(inst.query_thread(), shmem::ThreadLevel::Multiple);
+    inst.barrier_all()?;
+    a.free()?;
+    b.free()?;
+    inst.finalize()?;
+    check!(
+        !inst.pe_accessible(0),
+        "a finalized instance reports PEs accessible"
+    );
+    // init_thread provides MULTIPLE whatever is requested.
+    let (again, level) =
+        shmem::Instance::init_thread(&ctx.attrs(4 << 20), shmem::ThreadLevel::Single)?;
+    check_eq!(level, shmem::ThreadLevel::Multiple);
+    again.finalize()?;
+    Ok(())
+}
+
+/// CANN SHMEM has neither realloc nor allocation hints.
+fn cann_profile_extras(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world_with(4 << 20)?;
+    let mut buf = inst.malloc::<u8>(64)?;
+    check_code!(buf.realloc(128), Code::NotSupported);
+    check_code!(inst.realloc_raw(None, 64), Code::NotSupported);
+    check_code!(inst.malloc_with_hints::<u8>(64, 0), Code::NotSupported);
+    buf.free()?;
     inst.finalize()?;
     Ok(())
 }

@@ -2,13 +2,18 @@
 
 use crate::Case;
 
+pub mod amo;
+pub mod coll;
+pub mod ctx;
 pub mod heap;
 pub mod init;
 pub mod multi_instance;
 pub mod order;
 pub mod ptr;
 pub mod rma;
+pub mod signal;
 pub mod sync;
+pub mod team;
 
 /// Every case of the suite.
 pub fn all() -> Vec<Case> {
@@ -19,6 +24,11 @@ pub fn all() -> Vec<Case> {
         rma::cases(),
         sync::cases(),
         order::cases(),
+        ctx::cases(),
+        amo::cases(),
+        signal::cases(),
+        team::cases(),
+        coll::cases(),
         multi_instance::cases(),
         multi_instance::uid_cases(),
     ]
@@ -48,4 +58,22 @@ pub(crate) fn kill_self() -> ! {
     loop {
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
+}
+
+/// Runs `f` on instance 0 and then on instance 1 (all PEs, its own port from the trial's
+/// range), so a case checks the default instance and a non-zero one.
+pub(crate) fn on_both_instances(
+    ctx: &crate::Ctx,
+    f: impl Fn(&shmem::Instance) -> crate::Outcome,
+) -> crate::Outcome {
+    let world = ctx.world()?;
+    f(&world).map_err(|e| crate::Failure(format!("on instance 0: {e}")))?;
+    let members: Vec<u32> = (0..ctx.n_pes).collect();
+    let one = shmem::Instance::init(
+        &multi_instance::attrs_for(ctx, 1, &members).expect("every PE is a member"),
+    )?;
+    f(&one).map_err(|e| crate::Failure(format!("on instance 1: {e}")))?;
+    one.finalize()?;
+    world.finalize()?;
+    Ok(())
 }

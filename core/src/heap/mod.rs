@@ -66,7 +66,6 @@ impl Heap {
     }
 
     /// The size of the used block starting at `off`.
-    #[expect(dead_code, reason = "used by realloc")]
     pub(crate) fn block_size(&self, off: u64) -> Option<u64> {
         self.lock().block_size(off)
     }

@@ -1,0 +1,246 @@
+//! `amo::` — remote atomics.
+
+use shmem::{AmoStandard, Code, CtxOptions, Instance};
+
+use crate::cases::on_both_instances;
+use crate::{Case, Ctx, Failure, Outcome, check, check_code, check_eq};
+
+pub(crate) fn cases() -> Vec<Case> {
+    vec![
+        Case::new("amo::fetch_add_and_fetch_inc_from_every_pe", |c| {
+            on_both_instances(c, fetch_add_all_types)
+        }),
+        Case::new("amo::compare_swap_elects_one_winner", |c| {
+            on_both_instances(c, compare_swap)
+        }),
+        Case::new("amo::fetch_set_swap_on_extended_types", |c| {
+            on_both_instances(c, extended)
+        }),
+        Case::new("amo::bitwise_operations", |c| on_both_instances(c, bitwise)),
+        Case::new("amo::non_blocking_fetching_forms", |c| {
+            on_both_instances(c, non_blocking)
+        }),
+        Case::new("amo::bad_input_is_refused", |c| {
+            on_both_instances(c, bad_input)
+        }),
+        Case::new("amo::cann_profile_refuses_atomics", cann_profile)
+            .pes(&[1, 2])
+            .env(&[("SHMEM_PROFILE", "cann")]),
+    ]
+}
+
+/// Every PE adds to PE 0's counter k times with fetch_add (and fetch_inc); the total is exact
+/// and the fetched values are exactly {0, 1, …, n·k − 1}.
+fn fetch_add_typed<T: AmoStandard + TryFrom<u64> + TryInto<i128>>(
+    inst: &Instance,
+    what: &str,
+) -> Outcome {
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let k = 50usize;
+    let counter = inst.calloc::<T>(1)?;
+    let seen = inst.calloc::<u64>(n as usize * k)?;
+    let one = T::try_from(1).map_err(|_| Failure("1 does not fit".into()))?;
+    let mut mine = Vec::with_capacity(k);
+    for j in 0..k {
+        let old = if j % 2 == 0 {
+            counter.elem(0).atomic_fetch_add(one, 0)?
+        } else {
+            counter.elem(0).atomic_fetch_inc(0)?
+        };
+        mine.push(wide(old) as u64);
+    }
+    seen.slice(me as usize * k..(me as usize + 1) * k)
+        .put(&mine, 0)?;
+    inst.barrier_all()?;
+    if me == 0 {
+        let total = wide(counter.elem(0).atomic_fetch(0)?);
+        check_eq!(total, (n as usize * k) as i128, "{what}: the counter");
+        let mut all = seen.as_slice().to_vec(0)?;
+        all.sort_unstable();
+        check!(
+            all.iter().enumerate().all(|(i, &v)| v == i as u64),
+            "{what}: the fetched values are not 0..{}",
+            n as usize * k
+        );
+    }
+    inst.barrier_all()?;
+    counter.free()?;
+    seen.free()?;
+    Ok(())
+}
+
+/// The value as an i128 (every integer type the tables name fits).
+fn wide<T: TryInto<i128>>(v: T) -> i128 {
+    v.try_into().unwrap_or(i128::MIN)
+}
+
+fn fetch_add_all_types(inst: &Instance) -> Outcome {
+    fetch_add_typed::<i32>(inst, "int32")?;
+    fetch_add_typed::<i64>(inst, "int64")?;
+    fetch_add_typed::<u32>(inst, "uint32")?;
+    fetch_add_typed::<u64>(inst, "uint64")?;
+    fetch_add_typed::<isize>(inst, "long")?;
+    fetch_add_typed::<usize>(inst, "size")?;
+    // add and inc (non-fetching) too.
+    let c = inst.calloc::<i64>(1)?;
+    c.elem(0).atomic_add(-3, 0)?;
+    c.elem(0).atomic_inc(0)?;
+    inst.barrier_all()?;
+    check_eq!(c.elem(0).atomic_fetch(0)?, -2 * i64::from(inst.n_pes()));
+    inst.barrier_all()?;
+    c.free()?;
+    Ok(())
+}
+
+fn compare_swap(inst: &Instance) -> Outcome {
+    let me = inst.my_pe();
+    let word = inst.calloc::<u64>(1)?;
+    let won = word.elem(0).atomic_compare_swap(0, u64::from(me) + 1, 0)? == 0;
+    let wins = inst.calloc::<u64>(1)?;
+    if won {
+        wins.elem(0).atomic_add(1, 0)?;
+    }
+    inst.barrier_all()?;
+    if me == 0 {
+        check_eq!(
+            wins.elem(0).atomic_fetch(0)?,
+            1,
+            "exactly one PE wins the compare-and-swap"
+        );
+        check!(word.elem(0).atomic_fetch(0)? >= 1);
+    }
+    // A failed compare-and-swap changes nothing and returns the current value.
+    let cur = word.elem(0).atomic_fetch(0)?;
+    check_eq!(word.elem(0).atomic_compare_swap(u64::MAX, 7, 0)?, cur);
+    inst.barrier_all()?;
+    check_eq!(word.elem(0).atomic_fetch(0)?, cur);
+    inst.barrier_all()?;
+    word.free()?;
+    wins.free()?;
+    Ok(())
+}
+
+fn extended(inst: &Instance) -> Outcome {
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let right = (me + 1) % n;
+    let f = inst.calloc::<f32>(1)?;
+    let d = inst.calloc::<f64>(1)?;
+    let u = inst.calloc::<u32>(1)?;
+    f.elem(0).atomic_set(me as f32 + 0.5, right)?;
+    d.elem(0).atomic_set(-(me as f64) - 0.25, right)?;
+    u.elem(0).atomic_set(me * 10, right)?;
+    inst.barrier_all()?;
+    let left = (me + n - 1) % n;
+    check_eq!(f.elem(0).atomic_fetch(me)?, left as f32 + 0.5);
+    check_eq!(d.elem(0).atomic_fetch(me)?, -(left as f64) - 0.25);
+    check_eq!(u.elem(0).atomic_fetch(me)?, left * 10);
+    inst.barrier_all()?;
+    // swap returns what was there and leaves the new value.
+    check_eq!(f.elem(0).atomic_swap(1.5, right)?, me as f32 + 0.5);
+    check_eq!(d.elem(0).atomic_swap(2.5, right)?, -(me as f64) - 0.25);
+    inst.barrier_all()?;
+    check_eq!(f.elem(0).atomic_fetch(me)?, 1.5);
+    check_eq!(d.elem(0).atomic_fetch(me)?, 2.5);
+    inst.barrier_all()?;
+    f.free()?;
+    d.free()?;
+    u.free()?;
+    Ok(())
+}
+
+fn bitwise(inst: &Instance) -> Outcome {
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let w = inst.calloc::<u64>(3)?;
+    let old = w.elem(0).atomic_fetch_or(1 << me, 0)?;
+    check_eq!(old & (1 << me), 0, "a bit was set before this PE set it");
+    w.elem(1).atomic_or(1 << me, 0)?;
+    w.elem(2).atomic_xor(0b11 << (2 * me), 0)?;
+    inst.barrier_all()?;
+    let all = (1u64 << n) - 1;
+    if me == 0 {
+        check_eq!(w.elem(0).atomic_fetch(0)?, all);
+        check_eq!(w.elem(1).atomic_fetch(0)?, all);
+    }
+    inst.barrier_all()?;
+    // and clears this PE's bit; xor toggles the pairs back.
+    w.elem(0).atomic_and(!(1 << me), 0)?;
+    let before = w.elem(2).atomic_fetch_xor(0b11 << (2 * me), 0)?;
+    check_eq!(before & (0b11 << (2 * me)), 0b11 << (2 * me));
+    let i = inst.calloc::<i32>(1)?;
+    i.elem(0).atomic_fetch_and(-1, 0)?;
+    inst.barrier_all()?;
+    if me == 0 {
+        check_eq!(w.elem(0).atomic_fetch(0)?, 0);
+        check_eq!(w.elem(2).atomic_fetch(0)?, 0);
+    }
+    inst.barrier_all()?;
+    w.free()?;
+    i.free()?;
+    Ok(())
+}
+
+fn non_blocking(inst: &Instance) -> Outcome {
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let c = inst.calloc::<u64>(2)?;
+    let (mut a, mut b, mut cs, mut sw) = (u64::MAX, u64::MAX, u64::MAX, u64::MAX);
+    inst.nbi(|s| -> shmem::Result<()> {
+        s.atomic_fetch_add_nbi(c.elem(0), &mut a, 2, 0)?;
+        s.atomic_fetch_inc_nbi(c.elem(0), &mut b, 0)?;
+        s.atomic_compare_swap_nbi(c.elem(1), &mut cs, u64::MAX - 1, 9, 0)?;
+        s.atomic_swap_nbi(c.elem(1), &mut sw, 0, (me + 1) % n)?;
+        Ok(())
+    })??;
+    check!(
+        a != u64::MAX && b != u64::MAX && cs != u64::MAX && sw != u64::MAX,
+        "a fetching nbi result was not delivered by the scope's quiet"
+    );
+    inst.barrier_all()?;
+    if me == 0 {
+        check_eq!(c.elem(0).atomic_fetch(0)?, 3 * u64::from(n));
+    }
+    inst.barrier_all()?;
+    c.free()?;
+    Ok(())
+}
+
+fn bad_input(inst: &Instance) -> Outcome {
+    let n = inst.n_pes();
+    let w = inst.calloc::<u64>(2)?;
+    check_code!(w.elem(0).atomic_add(1, n), Code::InvalidParam);
+    check_code!(inst.view::<u64>(w.offset() + 4, 1), Code::InvalidParam); // misaligned
+    let nostore = inst.ctx_create(CtxOptions::NOSTORE)?;
+    check_code!(w.elem(0).on(&nostore).atomic_add(1, 0), Code::InvalidParam);
+    check_code!(w.elem(0).on(&nostore).atomic_set(1, 0), Code::InvalidParam);
+    w.elem(0).on(&nostore).atomic_fetch_add(0, 0)?; // fetching forms are allowed
+    nostore.destroy()?;
+    check_code!(
+        w.elem(0).on(&nostore_dead(inst)?).atomic_fetch(0),
+        Code::InvalidParam
+    );
+    inst.barrier_all()?;
+    w.free()?;
+    Ok(())
+}
+
+fn nostore_dead(inst: &Instance) -> Result<shmem::Context, Failure> {
+    let c = inst.ctx_create(CtxOptions::NONE)?;
+    c.clone().destroy()?;
+    Ok(c)
+}
+
+fn cann_profile(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    check!(inst.cann_profile());
+    let w = inst.calloc::<u64>(1)?;
+    check_code!(w.elem(0).atomic_fetch_add(1, 0), Code::NotSupported);
+    check_code!(w.elem(0).atomic_fetch(0), Code::NotSupported);
+    let mut out = 0u64;
+    let r = inst.nbi(|s| s.atomic_fetch_nbi(w.elem(0), &mut out, 0))?;
+    check_code!(r, Code::NotSupported);
+    // What CANN has still works.
+    w.as_slice().p(0, 5, 0)?;
+    inst.barrier_all()?;
+    w.free()?;
+    inst.finalize()?;
+    Ok(())
+}
