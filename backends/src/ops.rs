@@ -120,9 +120,9 @@ impl Width {
 pub enum AmoOp {
     /// Read the word.
     Fetch,
-    /// Write `0`.
+    /// Write the value.
     Set(u64),
-    /// Write `0` and return the old value.
+    /// Write the value and return the old one.
     Swap(u64),
     /// Write `value` if the word equals `cond`.
     CompareSwap {

@@ -280,7 +280,8 @@ impl SimTransport {
         }
     }
 
-    /// Before a blocking update to `pe`: completes what an earlier fence ordered ahead of it.
+    /// Before a blocking update or atomic on `pe`: completes what an earlier fence ordered
+    /// ahead of it.
     fn before_blocking(&self, q: &SimQueue, pe: Pe) {
         if let Some(m) = &q.strict {
             lock(m).complete_fenced(pe, &mut |d| self.execute(d));
@@ -485,9 +486,9 @@ impl Transport for SimTransport {
         op: AmoOp,
     ) -> Result<u64, TransportError> {
         let addr = self.word(pe, offset, width)?;
-        if op.writes() {
-            self.before_blocking(q, pe);
-        }
+        // Fence orders every blocking atomic behind the operations before it, the fetch-only
+        // ones included (OpenSHMEM's ordering table lists blocking AMOs as fenced).
+        self.before_blocking(q, pe);
         // SAFETY: bounds-checked and aligned above.
         let old = unsafe { access::amo(addr, width, op) };
         if op.writes() {
