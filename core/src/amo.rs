@@ -69,14 +69,11 @@ const _: () = assert!(
 );
 
 impl<T: AmoType> SymElem<'_, T> {
-    fn amo(&self, what: &str, pe: Pe, op: AmoOp, stores: bool) -> Result<T> {
+    fn amo(&self, what: &str, pe: Pe, op: AmoOp) -> Result<T> {
         logged(
             what,
             (|| {
-                self.ctx.inst.require_beyond_cann("remote atomics")?;
-                if stores {
-                    self.ctx.check_store(what)?;
-                }
+                self.ctx.inst.beyond_cann("remote atomics")?;
                 let pe = self.ctx.target(pe)?;
                 let old = self.ctx.inst.transport().atomic(
                     self.ctx.queue(),
@@ -92,18 +89,18 @@ impl<T: AmoType> SymElem<'_, T> {
 
     /// The value of the element on `pe` (`shmem_atomic_fetch`).
     pub fn atomic_fetch(&self, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch", pe, AmoOp::Fetch, false)
+        self.amo("atomic_fetch", pe, AmoOp::Fetch)
     }
 
     /// Sets the element on `pe` (`shmem_atomic_set`).
     pub fn atomic_set(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo("atomic_set", pe, AmoOp::Set(value.to_bits()), true)
+        self.amo("atomic_set", pe, AmoOp::Set(value.to_bits()))
             .map(|_| ())
     }
 
     /// Sets the element on `pe` and returns its previous value (`shmem_atomic_swap`).
     pub fn atomic_swap(&self, value: T, pe: Pe) -> Result<T> {
-        self.amo("atomic_swap", pe, AmoOp::Swap(value.to_bits()), false)
+        self.amo("atomic_swap", pe, AmoOp::Swap(value.to_bits()))
     }
 }
 
@@ -118,29 +115,28 @@ impl<T: AmoStandard> SymElem<'_, T> {
                 cond: cond.to_bits(),
                 value: value.to_bits(),
             },
-            false,
         )
     }
 
     /// Adds one to the element on `pe` and returns its previous value (`shmem_atomic_fetch_inc`).
     pub fn atomic_fetch_inc(&self, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch_inc", pe, AmoOp::Add(1), false)
+        self.amo("atomic_fetch_inc", pe, AmoOp::Add(1))
     }
 
     /// Adds one to the element on `pe` (`shmem_atomic_inc`).
     pub fn atomic_inc(&self, pe: Pe) -> Result<()> {
-        self.amo("atomic_inc", pe, AmoOp::Add(1), true).map(|_| ())
+        self.amo("atomic_inc", pe, AmoOp::Add(1)).map(|_| ())
     }
 
     /// Adds `value` to the element on `pe` and returns its previous value
     /// (`shmem_atomic_fetch_add`).
     pub fn atomic_fetch_add(&self, value: T, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch_add", pe, AmoOp::Add(value.to_bits()), false)
+        self.amo("atomic_fetch_add", pe, AmoOp::Add(value.to_bits()))
     }
 
     /// Adds `value` to the element on `pe` (`shmem_atomic_add`).
     pub fn atomic_add(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo("atomic_add", pe, AmoOp::Add(value.to_bits()), true)
+        self.amo("atomic_add", pe, AmoOp::Add(value.to_bits()))
             .map(|_| ())
     }
 }
@@ -148,34 +144,34 @@ impl<T: AmoStandard> SymElem<'_, T> {
 impl<T: AmoBitwise> SymElem<'_, T> {
     /// Bitwise-ands the element on `pe` with `value`; returns the previous value.
     pub fn atomic_fetch_and(&self, value: T, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch_and", pe, AmoOp::And(value.to_bits()), false)
+        self.amo("atomic_fetch_and", pe, AmoOp::And(value.to_bits()))
     }
 
     /// Bitwise-ands the element on `pe` with `value`.
     pub fn atomic_and(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo("atomic_and", pe, AmoOp::And(value.to_bits()), true)
+        self.amo("atomic_and", pe, AmoOp::And(value.to_bits()))
             .map(|_| ())
     }
 
     /// Bitwise-ors the element on `pe` with `value`; returns the previous value.
     pub fn atomic_fetch_or(&self, value: T, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch_or", pe, AmoOp::Or(value.to_bits()), false)
+        self.amo("atomic_fetch_or", pe, AmoOp::Or(value.to_bits()))
     }
 
     /// Bitwise-ors the element on `pe` with `value`.
     pub fn atomic_or(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo("atomic_or", pe, AmoOp::Or(value.to_bits()), true)
+        self.amo("atomic_or", pe, AmoOp::Or(value.to_bits()))
             .map(|_| ())
     }
 
     /// Bitwise-xors the element on `pe` with `value`; returns the previous value.
     pub fn atomic_fetch_xor(&self, value: T, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch_xor", pe, AmoOp::Xor(value.to_bits()), false)
+        self.amo("atomic_fetch_xor", pe, AmoOp::Xor(value.to_bits()))
     }
 
     /// Bitwise-xors the element on `pe` with `value`.
     pub fn atomic_xor(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo("atomic_xor", pe, AmoOp::Xor(value.to_bits()), true)
+        self.amo("atomic_xor", pe, AmoOp::Xor(value.to_bits()))
             .map(|_| ())
     }
 }
@@ -192,7 +188,7 @@ impl<'env> NbiScope<'env> {
         logged(
             what,
             (|| {
-                self.ctx.inst.require_beyond_cann("remote atomics")?;
+                self.ctx.inst.beyond_cann("remote atomics")?;
                 let pe = self.ctx.target(pe)?;
                 let fetch: *mut u8 = bytemuck::bytes_of_mut(fetch).as_mut_ptr();
                 // SAFETY: `fetch` is mutably borrowed for 'env, which outlives the scope, and the

@@ -40,8 +40,9 @@ impl CtxOptions {
     /// `SHMEM_CTX_PRIVATE`: only the creating thread uses the context (checked: another thread
     /// gets an error).
     pub const PRIVATE: CtxOptions = CtxOptions(1 << 1);
-    /// `SHMEM_CTX_NOSTORE`: the context performs no store operations (checked: puts,
-    /// non-fetching atomics and signals on it are refused).
+    /// `SHMEM_CTX_NOSTORE`: quiet and fence on the context need not complete or order the
+    /// PE's own memory stores. Every operation stays allowed; on the simulator, whose quiet
+    /// and fence are the same either way, the option changes nothing.
     pub const NOSTORE: CtxOptions = CtxOptions(1 << 2);
 
     /// Whether every option of `other` is set.
@@ -144,16 +145,6 @@ impl<'a> CtxRef<'a> {
             }
         }
         Ok(())
-    }
-
-    /// Refuses store operations on a `NOSTORE` context.
-    pub(crate) fn check_store(&self, what: &str) -> Result<()> {
-        match self.ctx {
-            Some(c) if c.options.contains(CtxOptions::NOSTORE) => Err(Error::InvalidParam(
-                format!("{what} on a context created with SHMEM_CTX_NOSTORE"),
-            )),
-            _ => Ok(()),
-        }
     }
 
     /// Completes every operation issued on this context (`shmem_ctx_quiet`).

@@ -471,11 +471,16 @@ impl Instance {
     /// for calls that CANN SHMEM's host API does not have, so a program can check on the
     /// simulator that it will port.
     pub(crate) fn require_beyond_cann(&self, what: &str) -> Result<()> {
+        self.beyond_cann(what)
+            .inspect_err(|e| tracing::error!("{e}"))
+    }
+
+    /// [`Instance::require_beyond_cann`] without the log, for calls that log their own errors.
+    pub(crate) fn beyond_cann(&self, what: &str) -> Result<()> {
         if self.inner.cann_profile {
             Err(Error::NotSupported(format!(
                 "{what}: not part of CANN SHMEM's host API (SHMEM_PROFILE=cann)"
             )))
-            .inspect_err(|e| tracing::error!("{e}"))
         } else {
             Ok(())
         }

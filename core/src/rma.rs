@@ -154,7 +154,6 @@ impl<'a> CtxRef<'a> {
         logged(
             "putmem",
             (|| {
-                self.check_store("put")?;
                 let pe = self.target(pe)?;
                 self.inst.check_heap_range(dst, src.len())?;
                 Ok(self.inst.transport().put(self.queue(), pe, dst, src)?)
@@ -190,7 +189,6 @@ impl<'a> CtxRef<'a> {
         logged(
             "putmem_nbi",
             (|| {
-                self.check_store("put_nbi")?;
                 let pe = self.target(pe)?;
                 self.inst.check_heap_range(dst, len)?;
                 // SAFETY: forwarded from this function's contract.
@@ -242,7 +240,6 @@ impl<'a> CtxRef<'a> {
         logged(
             "iput",
             (|| {
-                self.check_store("iput")?;
                 let pe = self.target(pe)?;
                 let d = self.inst.check_strided(dst, dst_stride, elem, nelems)?;
                 Ok(self.inst.transport().iput(

@@ -66,7 +66,6 @@ impl<T: Pod> SymSlice<'_, T> {
                         self.len
                     )));
                 }
-                self.ctx.check_store("put_signal")?;
                 let pe = self.ctx.target(pe)?;
                 self.ctx
                     .inst
@@ -105,7 +104,6 @@ impl<'env> NbiScope<'env> {
                         dst.len()
                     )));
                 }
-                self.ctx.check_store("put_signal_nbi")?;
                 let pe = self.ctx.target(pe)?;
                 self.ctx.inst.check_heap_range(dst.offset, dst.byte_len())?;
                 let bytes: &'env [u8] = bytemuck::cast_slice(src);
@@ -134,7 +132,6 @@ impl<S: SignalWord> SymElem<'_, S> {
         logged(
             "signal_op",
             (|| {
-                self.ctx.check_store("signal")?;
                 let pe = self.ctx.target(pe)?;
                 Ok(self.ctx.inst.transport().signal(
                     self.ctx.queue(),
@@ -150,7 +147,7 @@ impl<S: SignalWord> SymElem<'_, S> {
         logged(
             "signal_fetch",
             (|| {
-                self.ctx.inst.require_beyond_cann("signal_fetch")?;
+                self.ctx.inst.beyond_cann("signal_fetch")?;
                 self.ctx.usable()?;
                 Ok(S::from_bits(
                     self.ctx.inst.transport().load(self.offset, S::WIDTH)?,
@@ -168,6 +165,7 @@ impl<S: SignalWord> SymElem<'_, S> {
                 self.ctx.usable()?;
                 let t = self.ctx.inst.transport();
                 let mut seen = 0;
+                let mut failed = None;
                 let off = self.offset;
                 let want = value.to_bits();
                 self.ctx
@@ -175,14 +173,24 @@ impl<S: SignalWord> SymElem<'_, S> {
                     .with_wait_ctl("a signal", |ctl| {
                         t.wait_local(
                             Watch::word(off, S::WIDTH),
-                            &mut || {
-                                seen = t.load(off, S::WIDTH).unwrap_or(0);
-                                S::KIND.compare(cmp, seen, want)
+                            &mut || match t.load(off, S::WIDTH) {
+                                Ok(v) => {
+                                    seen = v;
+                                    S::KIND.compare(cmp, v, want)
+                                }
+                                // Ends the wait; the error is returned below.
+                                Err(e) => {
+                                    failed = Some(e);
+                                    true
+                                }
                             },
                             ctl,
                         )
                     })
                     .map_err(|e| self.ctx.inst.fail(e.into()))?;
+                if let Some(e) = failed {
+                    return Err(e.into());
+                }
                 Ok(S::from_bits(seen))
             })(),
         )
