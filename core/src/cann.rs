@@ -240,6 +240,16 @@ pub fn n_pes() -> i32 {
     active().map_or(-1, |i| i.n_pes() as i32)
 }
 
+/// `aclshmem_info_get_version`: the CANN SHMEM API version these calls follow (1.1).
+pub fn info_get_version() -> (i32, i32) {
+    (1, 1)
+}
+
+/// `aclshmem_info_get_name`: CANN's library name for the API version these calls follow.
+pub fn info_get_name() -> &'static str {
+    "ACLSHMEM v1.1.1"
+}
+
 // ---- Teams and barriers of the active instance, with CANN's integer team handles. ----
 //
 // A CANN team handle is the team's index (`aclshmem_team_t`): 0 is the world team, -1 is

@@ -31,10 +31,13 @@ mod coll;
 mod ctx;
 mod error;
 pub(crate) mod heap;
+mod info;
 mod instance;
 mod launch;
+mod lock;
 mod log;
 pub mod mpi;
+mod p2p;
 mod registry;
 mod rma;
 mod settings;
@@ -50,9 +53,14 @@ pub use attr::{
 pub use coll::{Complex32, Complex64, ReduceOp, Reducible};
 pub use ctx::{Context, CtxOptions, CtxRef};
 pub use error::{Code, Error, Result};
+pub use info::{
+    MAJOR_VERSION, MAX_NAME_LEN, MINOR_VERSION, VENDOR_STRING, info_get_name, info_get_version,
+    pcontrol, pcontrol_level,
+};
 pub use instance::{Instance, ThreadLevel};
+pub use lock::LockGuard;
 pub use rma::NbiScope;
-pub use shmem_backend::{Cmp, Pe, SignalOp};
+pub use shmem_backend::{Cmp, Pe, Scalar, SignalOp};
 pub use signal::SignalWord;
 pub use sym::{SymBuf, SymElem, SymSlice};
 pub use team::{MAX_TEAMS, Team, TeamConfig};

@@ -7,8 +7,10 @@ pub mod coll;
 pub mod ctx;
 pub mod heap;
 pub mod init;
+pub mod lock;
 pub mod multi_instance;
 pub mod order;
+pub mod p2p;
 pub mod ptr;
 pub mod rma;
 pub mod signal;
@@ -27,6 +29,8 @@ pub fn all() -> Vec<Case> {
         ctx::cases(),
         amo::cases(),
         signal::cases(),
+        p2p::cases(),
+        lock::cases(),
         team::cases(),
         coll::cases(),
         multi_instance::cases(),
