@@ -8,6 +8,7 @@ pub mod ctx;
 pub mod heap;
 pub mod init;
 pub mod lock;
+pub mod model;
 pub mod multi_instance;
 pub mod order;
 pub mod p2p;
@@ -35,6 +36,7 @@ pub fn all() -> Vec<Case> {
         coll::cases(),
         multi_instance::cases(),
         multi_instance::uid_cases(),
+        model::cases(),
     ]
     .concat()
 }
