@@ -1,7 +1,6 @@
 //! The conformance runner: trials for libtest-mimic in the test process, and the PE side in
 //! the processes it launches.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -146,18 +145,62 @@ impl Drop for SlotGuard {
     }
 }
 
-fn next_ports() -> (u16, u16) {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let blocks = (PORT_SPAN / PORT_BLOCK) as usize;
-    // Offset by the process id so that two suites started at once rarely share blocks.
-    let k = (NEXT.fetch_add(1, Ordering::Relaxed) + std::process::id() as usize) % blocks;
-    (PORT_BASE + k as u16 * PORT_BLOCK, PORT_BLOCK)
+/// The port blocks of running trials. A block is lent to one trial at a time, and a returned
+/// block goes to the back of the line, so a listener still closing on it (or a straggling
+/// client) never meets the next trial that uses it.
+struct PortBlocks {
+    /// Blocks not lent out, in the order they are handed out.
+    free: Mutex<std::collections::VecDeque<u16>>,
+}
+
+static PORT_BLOCKS: PortBlocks = PortBlocks {
+    free: Mutex::new(std::collections::VecDeque::new()),
+};
+
+/// A block of ports lent to one trial; returned when dropped.
+struct PortLease(u16);
+
+impl PortLease {
+    fn range(&self) -> (u16, u16) {
+        (self.0, PORT_BLOCK)
+    }
+}
+
+impl Drop for PortLease {
+    fn drop(&mut self) {
+        let mut free = PORT_BLOCKS.free.lock().unwrap_or_else(|p| p.into_inner());
+        free.push_back(self.0);
+    }
+}
+
+/// Lends a free block: never one another running trial of this suite holds (there are more
+/// blocks than trials can run at once, [`PE_SLOTS`]), and preferably one whose probe ports are
+/// free, in case another program (another suite) listens there.
+fn next_ports() -> PortLease {
+    let mut free = PORT_BLOCKS.free.lock().unwrap_or_else(|p| p.into_inner());
+    if free.is_empty() {
+        let blocks = PORT_SPAN / PORT_BLOCK;
+        // Start at an offset from the process id, so two suites started at once begin apart.
+        let first = std::process::id() as u16 % blocks;
+        free.extend((0..blocks).map(|k| PORT_BASE + (first + k) % blocks * PORT_BLOCK));
+    }
+    let probe = |base: u16| {
+        [0, 1, 2, 255]
+            .iter()
+            .all(|d| std::net::TcpListener::bind(("127.0.0.1", base + d)).is_ok())
+    };
+    let pick = (0..free.len()).find(|&i| probe(free[i])).unwrap_or(0);
+    PortLease(
+        free.remove(pick)
+            .expect("more port blocks than trials running at once"),
+    )
 }
 
 fn run_trial(case: Case, n: u32, backend: &'static str) -> Result<(), Failed> {
     let _slots = SLOTS.acquire(n);
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
-    let (first, count) = next_ports();
+    let lease = next_ports();
+    let (first, count) = lease.range();
     let mut job = Job::new(&exe)
         .n_pes(n)
         .env(CASE_VAR, case.name)
@@ -261,7 +304,8 @@ fn run_mpirun_trial(
     use std::process::{Command, Stdio};
     let _slots = SLOTS.acquire(n);
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
-    let (first, count) = next_ports();
+    let lease = next_ports();
+    let (first, count) = lease.range();
     let mut cmd = Command::new(mpirun);
     cmd.args([
         "--allow-run-as-root",
