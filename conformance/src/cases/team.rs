@@ -67,8 +67,11 @@ fn odd_even(inst: &Instance) -> Outcome {
     }
     // Translating to a team the PE is not in, or out of range, gives none.
     check_eq!(t.translate_pe(t.n_pes(), &world), None);
-    if n > 1 {
-        check_eq!(world.translate_pe((me + 1) % n, t), None);
+    // A neighbour of the other parity (with an odd count, the last PE's right neighbour
+    // would wrap to PE 0, of the same parity).
+    let other = me ^ 1;
+    if other < n {
+        check_eq!(world.translate_pe(other, t), None);
     }
     check_eq!(t.config().num_contexts, if me % 2 == 0 { 0 } else { 2 });
     t.barrier()?;
