@@ -19,6 +19,15 @@ pub fn parse_results(text: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// Parses `NOTE <text>` lines: what the C side says it measured instead of a routine its
+/// library lacks.
+pub fn parse_notes(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("NOTE "))
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
 /// An OpenSHMEM installation: the compiler wrapper and the launcher, looked up in standard
 /// places only (never ours: Open MPI also installs programs named `oshrun`).
 #[derive(Debug, Clone)]
@@ -66,6 +75,16 @@ impl Oshmem {
 
     /// Runs the benchmark in `mode` on `n_pes` PEs and returns its results.
     pub fn run(&self, mode: &str, n_pes: u32) -> Result<BTreeMap<String, f64>, String> {
+        self.run_with_notes(mode, n_pes).map(|(results, _)| results)
+    }
+
+    /// Runs the benchmark in `mode` on `n_pes` PEs and returns its results and its notes (see
+    /// [`parse_notes`]).
+    pub fn run_with_notes(
+        &self,
+        mode: &str,
+        n_pes: u32,
+    ) -> Result<(BTreeMap<String, f64>, Vec<String>), String> {
         let out = Command::new(&self.oshrun)
             .args([
                 "--allow-run-as-root",
@@ -78,7 +97,8 @@ impl Oshmem {
             .env("OMPI_MCA_plm_rsh_agent", "")
             .output()
             .map_err(|e| format!("running {}: {e}", self.oshrun.display()))?;
-        let results = parse_results(&String::from_utf8_lossy(&out.stdout));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let results = parse_results(&stdout);
         if results.is_empty() {
             return Err(format!(
                 "oshrun -np {n_pes} gave no results (status {}): {}",
@@ -90,11 +110,28 @@ impl Oshmem {
                     .join(" | ")
             ));
         }
-        Ok(results)
+        Ok((results, parse_notes(&stdout)))
     }
 
     /// The compiler wrapper used.
     pub fn oshcc(&self) -> &Path {
         &self.oshcc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_and_notes() {
+        let out = "RESULT amo_add_rate 1.5e-8\nNOTE OpenSHMEM 1.4: emulated\nnoise\nRESULT bad x\n";
+        let r = parse_results(out);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r["amo_add_rate"], 1.5e-8);
+        assert_eq!(
+            parse_notes(out),
+            vec!["OpenSHMEM 1.4: emulated".to_string()]
+        );
     }
 }

@@ -46,6 +46,11 @@ pub fn gbps(bytes: usize, seconds: f64) -> String {
     format!("{:.1} GB/s", bytes as f64 / seconds / 1e9)
 }
 
+/// Formats a time per operation as millions of operations per second.
+pub fn mops(seconds: f64) -> String {
+    format!("{:.1} Mops/s", 1e-6 / seconds)
+}
+
 /// Formats a byte count as `8 B`, `4 KiB`, `1 MiB`.
 pub fn size(bytes: usize) -> String {
     if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
@@ -67,5 +72,6 @@ mod tests {
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(size(4096), "4 KiB");
         assert_eq!(size(8), "8 B");
+        assert_eq!(mops(1e-7), "10.0 Mops/s");
     }
 }

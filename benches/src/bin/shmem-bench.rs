@@ -1,24 +1,25 @@
 //! `shmem-bench`: put/get latency and bandwidth and barrier latency of the simulator, beside
 //! the machine's physical limits (single-thread memcpy, cache-line round trip) and Open MPI's
-//! OpenSHMEM, all measured in one run.
+//! OpenSHMEM, all measured in one run; then a second table of remote atomics, put-with-signal
+//! and collectives on the world team, against the same OpenSHMEM.
 //!
 //! ```text
 //! cargo run --release -p shmem-benches --bin shmem-bench
 //! ```
 //!
-//! The program launches itself as the PEs of each scenario (2 PEs for point-to-point, 2, 4 and
-//! 8 for barriers; 8 PEs on this 2-core machine are oversubscribed). Every figure is the median
-//! of 9 batch means.
+//! The program launches itself as the PEs of each scenario (2 PEs for point-to-point and
+//! atomics, 2, 4 and 8 for barriers and collectives; 8 PEs on this 2-core machine are
+//! oversubscribed). Every figure is the median of 9 batch means.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use shmem::Instance;
+use shmem::{Instance, SignalOp};
 use shmem_benches::limits;
 use shmem_benches::oshmem::{Oshmem, parse_results};
-use shmem_benches::stats::{gbps, median_per_op, size, us};
+use shmem_benches::stats::{gbps, median_per_op, mops, size, us};
 use shmem_benches::table::Table;
 use shmem_sim::launcher::{Job, Output};
 
@@ -32,6 +33,11 @@ const SIZES: [usize; 7] = [
     4 << 20,
 ];
 const ROLE: &str = "SHMEM_BENCH_ROLE";
+/// Operations per batch of the atomics and put-with-signal measurements.
+const AMO_REPS: usize = 20_000;
+/// The largest broadcast, in bytes, and the longest reduction, in `i64` elements.
+const COLL_BYTES: usize = 64 << 10;
+const REDUCE_MAX: usize = 8192;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -47,6 +53,12 @@ struct Args {
     /// PE counts for the barrier measurements.
     #[arg(long, value_delimiter = ',', default_values_t = vec![2u32, 4, 8])]
     barrier_pes: Vec<u32>,
+    /// Skip the collectives of the second table (the atomics are still measured).
+    #[arg(long)]
+    no_collectives: bool,
+    /// PE counts for the collectives.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![2u32, 4, 8])]
+    coll_pes: Vec<u32>,
 }
 
 fn main() -> ExitCode {
@@ -178,9 +190,149 @@ fn multi_instance(
     Ok(())
 }
 
+/// Remote atomics on `i64` and put-with-signal, PE 0 to PE 1 (as `shmem_int64_atomic_*` and
+/// `shmem_putmem_signal` in the C twin).
+fn atomics(inst: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), shmem::Error> {
+    // The fetch-and-add word and the compare-and-swap word, which only the swaps update.
+    let words = inst.calloc::<i64>(2)?;
+    let sig = inst.calloc::<u64>(1)?;
+    let data = inst.malloc::<u8>(8)?;
+    inst.barrier_all()?;
+    if inst.my_pe() == 0 {
+        let peer = 1;
+        let (word, cswap, sig) = (words.elem(0), words.elem(1), sig.elem(0));
+        results.insert(
+            "amo_fetch_add_lat".into(),
+            median_per_op(9, AMO_REPS, || {
+                for _ in 0..AMO_REPS {
+                    word.atomic_fetch_add(1, peer).expect("fetch_add");
+                }
+            }),
+        );
+        // Every swap succeeds: the word on PE 1 counts the calls from zero.
+        let mut calls = 0i64;
+        results.insert(
+            "amo_cswap_lat".into(),
+            median_per_op(9, AMO_REPS, || {
+                for _ in 0..AMO_REPS {
+                    cswap
+                        .atomic_compare_swap(calls, calls + 1, peer)
+                        .expect("compare_swap");
+                    calls += 1;
+                }
+            }),
+        );
+        results.insert(
+            "amo_add_rate".into(),
+            median_per_op(9, AMO_REPS, || {
+                for _ in 0..AMO_REPS {
+                    word.atomic_add(1, peer).expect("add");
+                }
+                inst.quiet().expect("quiet");
+            }),
+        );
+        let local = [1u8; 8];
+        let mut value = 0u64;
+        results.insert(
+            "put_signal_lat_8".into(),
+            median_per_op(9, AMO_REPS, || {
+                for _ in 0..AMO_REPS {
+                    value += 1;
+                    data.as_slice()
+                        .put_signal(&local, sig, value, SignalOp::Set, peer)
+                        .expect("put_signal");
+                    inst.quiet().expect("quiet");
+                }
+            }),
+        );
+    }
+    inst.barrier_all()?;
+    data.free()?;
+    sig.free()?;
+    words.free()
+}
+
+/// Operations per batch of a collective on `n` PEs: fewer when PEs outnumber the 2 cores.
+fn coll_reps(n: u32, large: bool) -> usize {
+    match (large, n) {
+        (false, 0..=2) => 2000,
+        (false, 3..=4) => 500,
+        (false, _) => 200,
+        (true, 0..=2) => 200,
+        (true, 3..=4) => 100,
+        (true, _) => 40,
+    }
+}
+
+/// Collectives on the world team, back to back, timed on PE 0 (the broadcast root).
+fn collectives(inst: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), shmem::Error> {
+    let world = inst.team_world();
+    let n = world.n_pes();
+    let blocks = 8 * n as usize;
+    let src = inst.calloc::<u8>(COLL_BYTES.max(blocks))?;
+    let dst = inst.calloc::<u8>(COLL_BYTES.max(blocks))?;
+    let red_src = inst.calloc::<i64>(REDUCE_MAX)?;
+    let red_dst = inst.calloc::<i64>(REDUCE_MAX)?;
+    type Op<'a> = &'a dyn Fn() -> Result<(), shmem::Error>;
+    let ops: [(&str, bool, Op<'_>); 6] = [
+        ("bcast_8", false, &|| {
+            world.broadcast(dst.slice(..8), src.slice(..8), 0)
+        }),
+        ("bcast_65536", true, &|| {
+            world.broadcast(dst.slice(..COLL_BYTES), src.slice(..COLL_BYTES), 0)
+        }),
+        ("sum_reduce_1", false, &|| {
+            world.sum_reduce(red_dst.slice(..1), red_src.slice(..1))
+        }),
+        ("sum_reduce_8192", true, &|| {
+            world.sum_reduce(red_dst.as_slice(), red_src.as_slice())
+        }),
+        ("fcollect_8", false, &|| {
+            world.fcollect(dst.slice(..blocks), src.slice(..8))
+        }),
+        ("alltoall_8", false, &|| {
+            world.alltoall(dst.slice(..blocks), src.slice(..blocks))
+        }),
+    ];
+    for (key, large, op) in ops {
+        inst.barrier_all()?;
+        let reps = coll_reps(n, large);
+        let t = median_per_op(9, reps, || {
+            for _ in 0..reps {
+                op().expect(key);
+            }
+        });
+        results.insert(format!("{key}_{n}"), t);
+    }
+    inst.barrier_all()?;
+    red_dst.free()?;
+    red_src.free()?;
+    dst.free()?;
+    src.free()
+}
+
+/// Prints the results as `RESULT` lines, on PE 0 only.
+fn print_results(inst: &Instance, results: &BTreeMap<String, f64>) {
+    if inst.my_pe() == 0 {
+        for (k, v) in results {
+            println!("RESULT {k} {v:.9e}");
+        }
+    }
+}
+
 /// The PE side: measures and prints `RESULT` lines on PE 0.
 fn pe_main(role: &str) -> Result<(), shmem::Error> {
     let inst = Instance::from_env()?;
+    if role == "amo" || role == "coll" {
+        let mut results = BTreeMap::new();
+        if role == "amo" {
+            atomics(&inst, &mut results)?;
+        } else {
+            collectives(&inst, &mut results)?;
+        }
+        print_results(&inst, &results);
+        return inst.finalize();
+    }
     let me = inst.my_pe();
     let max = *SIZES.last().expect("sizes");
     let buf = inst.malloc::<u8>(max)?;
@@ -240,11 +392,7 @@ fn pe_main(role: &str) -> Result<(), shmem::Error> {
         }
     });
     results.insert(format!("barrier_{n}"), b);
-    if me == 0 {
-        for (k, v) in &results {
-            println!("RESULT {k} {v:.9e}");
-        }
-    }
+    print_results(&inst, &results);
     buf.free()?;
     inst.finalize()
 }
@@ -307,6 +455,7 @@ fn driver(args: &Args) -> Result<(), String> {
     }
     let mut osh = BTreeMap::new();
     let mut osh_note = String::from("not run (--no-oshmem)");
+    let mut lib = None;
     if !args.no_oshmem {
         match Oshmem::prepare(&std::env::temp_dir().join("shmem-bench-oshmem")) {
             Err(e) => osh_note = format!("not available: {e}"),
@@ -326,6 +475,7 @@ fn driver(args: &Args) -> Result<(), String> {
                         }
                     }
                 }
+                lib = Some(o);
             }
         }
     }
@@ -398,6 +548,7 @@ fn driver(args: &Args) -> Result<(), String> {
     }
     print!("{}", t.render());
     println!("OSHMEM column: {osh_note}");
+    atomics_and_collectives(args, lib.as_ref(), &osh_note, cpus)?;
     if args.multi_instance {
         let mi = launch("multi_instance", 4)?;
         let g = |k: &str| {
@@ -438,6 +589,118 @@ fn driver(args: &Args) -> Result<(), String> {
             ]);
         }
         print!("{}", t.render());
+    }
+    Ok(())
+}
+
+/// The second table: remote atomics and put-with-signal on 2 PEs, and collectives on the world
+/// team at each of `--coll-pes`, beside OSHMEM (`lib`, when it is available).
+fn atomics_and_collectives(
+    args: &Args,
+    lib: Option<&Oshmem>,
+    osh_note: &str,
+    cpus: usize,
+) -> Result<(), String> {
+    let coll_pes: &[u32] = if args.no_collectives {
+        &[]
+    } else {
+        &args.coll_pes
+    };
+    let jobs: Vec<(&str, u32)> = std::iter::once(("amo", 2))
+        .chain(coll_pes.iter().map(|&n| ("coll", n)))
+        .collect();
+    let mut sim = BTreeMap::new();
+    for &(role, n) in &jobs {
+        sim.extend(launch(role, n)?);
+    }
+    let mut osh = BTreeMap::new();
+    let mut notes = Vec::new();
+    if let Some(o) = lib {
+        for &(mode, n) in &jobs {
+            match o.run_with_notes(mode, n) {
+                Ok((results, job_notes)) => {
+                    osh.extend(results);
+                    for note in job_notes {
+                        if !notes.contains(&note) {
+                            notes.push(note);
+                        }
+                    }
+                }
+                Err(e) => notes.push(format!("{mode} on {n} PEs failed: {e}")),
+            }
+        }
+    }
+    // A row: the simulator's figure and OSHMEM's, both formatted by `fmt`.
+    type Fmt = fn(f64) -> String;
+    let row = |op: String, what: String, key: &str, fmt: Fmt| {
+        let sim = sim
+            .get(key)
+            .copied()
+            .ok_or_else(|| format!("missing result {key}"))?;
+        let osh = osh.get(key).map_or("-".to_string(), |v| fmt(*v));
+        Ok::<_, String>(vec![op, what, fmt(sim), osh])
+    };
+    let mut t = Table::new(&["operation", "size", "shmem sim", "OSHMEM"]);
+    let amos: [(&str, &str, &str, Fmt); 4] = [
+        ("atomic_fetch_add latency", "i64", "amo_fetch_add_lat", us),
+        ("atomic_compare_swap latency", "i64", "amo_cswap_lat", us),
+        (
+            "atomic_add rate (then one quiet)",
+            "i64",
+            "amo_add_rate",
+            mops,
+        ),
+        ("put_signal + quiet latency", "8 B", "put_signal_lat_8", us),
+    ];
+    for (op, what, key, fmt) in amos {
+        t.row(row(op.into(), what.into(), key, fmt)?);
+    }
+    let colls = [
+        ("broadcast", "bcast_8", size(8)),
+        ("broadcast", "bcast_65536", size(COLL_BYTES)),
+        ("sum_reduce", "sum_reduce_1", "1 x i64".to_string()),
+        (
+            "sum_reduce",
+            "sum_reduce_8192",
+            format!("{REDUCE_MAX} x i64"),
+        ),
+        ("fcollect", "fcollect_8", format!("{} per PE", size(8))),
+        ("alltoall", "alltoall_8", format!("{} per PE", size(8))),
+    ];
+    for (op, key, what) in &colls {
+        for &n in coll_pes {
+            let over = if n as usize > cpus {
+                " (oversubscribed)"
+            } else {
+                ""
+            };
+            let op = format!("{op}, {n} PEs{over}");
+            t.row(row(op, what.clone(), &format!("{key}_{n}"), us)?);
+        }
+    }
+    let colls_title = if coll_pes.is_empty() {
+        ""
+    } else {
+        ", and collectives on the world team"
+    };
+    println!("\nremote atomics, PE 0 to PE 1{colls_title}:");
+    print!("{}", t.render());
+    if !coll_pes.is_empty() {
+        println!(
+            "Collectives run back to back, timed on PE 0 (the broadcast root). The simulator's\n\
+             broadcast root waits until every member is ready; OSHMEM's returns from a small\n\
+             broadcast once it has sent, so its 8 B figure is the root's sending rate."
+        );
+    }
+    match lib {
+        Some(o) => println!(
+            "OSHMEM column: Open MPI OpenSHMEM via {}",
+            o.oshcc().display()
+        ),
+        None => println!("OSHMEM column: {osh_note}"),
+    }
+    for note in &notes {
+        println!("  {note}");
     }
     Ok(())
 }
