@@ -58,8 +58,12 @@ pub(crate) mod words {
     pub(crate) const UP: u64 = 320;
     /// Reductions: a result chunk received from the parent.
     pub(crate) const DOWN: u64 = 384;
+    /// Small exchanges through the gather scratch: blocks received into each half.
+    pub(crate) const GATHER: [u64; 2] = [448, 512];
+    /// Reduce-scatter reductions: result segments received.
+    pub(crate) const RESULT: u64 = 576;
 }
-const _: () = assert!(words::DOWN + 8 <= SYNC_ARRAY_SIZE);
+const _: () = assert!(words::RESULT + 8 <= SYNC_ARRAY_SIZE);
 
 /// The configuration of a team (`shmem_team_config_t`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -109,6 +113,12 @@ pub(crate) struct CollCounters {
     pub up: u64,
     /// Reduction chunks completed (the value of DOWN a parent sets).
     pub chunk: u64,
+    /// Small exchanges completed (their parity picks the gather half).
+    pub rounds: u64,
+    /// GATHER signals this PE has waited for, per half.
+    pub gather: [u64; 2],
+    /// RESULT signals this PE has waited for.
+    pub result: u64,
 }
 
 /// One team's state on this PE.

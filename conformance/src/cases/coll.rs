@@ -86,17 +86,21 @@ fn collects(inst: &Instance) -> Outcome {
             "fcollect block {p}"
         );
     }
-    // collect: PE p contributes p + 1 elements.
-    let total: usize = (1..=n as usize).sum();
-    let out = inst.calloc::<u64>(total)?;
-    let total_got = world.collect(out.as_slice(), src.slice(0..me as usize + 1))?;
-    check_eq!(total_got, total);
-    let got = out.as_slice().to_vec(me)?;
-    let want: Vec<u64> = (0..n as u64)
-        .flat_map(|p| (0..=p).map(move |i| p << 32 | i))
-        .collect();
-    check_eq!(got, want, "collect");
-    for b in [src, dst, out] {
+    // collect: PE p contributes (p + 1) * per elements; with per = 37, 8 PEs gather more than
+    // half the gather scratch (the direct path), fewer PEs less (the scratch path).
+    for per in [1usize, 37] {
+        let total: usize = (1..=n as usize).map(|c| c * per).sum();
+        let out = inst.calloc::<u64>(total + 3)?;
+        let total_got = world.collect(out.as_slice(), src.slice(0..(me as usize + 1) * per))?;
+        check_eq!(total_got, total);
+        let got = out.slice(0..total).to_vec(me)?;
+        let want: Vec<u64> = (0..n as u64)
+            .flat_map(|p| (0..(p + 1) * per as u64).map(move |i| p << 32 | i))
+            .collect();
+        check_eq!(got, want, "collect of {per} per rank");
+        out.free()?;
+    }
+    for b in [src, dst] {
         b.free()?;
     }
     Ok(())
@@ -258,6 +262,25 @@ fn reductions(inst: &Instance) -> Outcome {
             100,
             |p, i| ((i + p as usize) % 5) as f32 - 2.0,
             true,
+        )?;
+    }
+    // Several chunks of the reduce-scatter path, with a short last chunk (empty segments).
+    for in_place in [false, true] {
+        reduce_check::<u64>(
+            inst,
+            Some(&world),
+            ReduceOp::Sum,
+            18_433,
+            |p, i| (i as u64) << 8 | u64::from(p),
+            in_place,
+        )?;
+        reduce_check::<i8>(
+            inst,
+            Some(&world),
+            ReduceOp::Max,
+            100_001,
+            |p, i| (i % 251) as i8 ^ p as i8,
+            in_place,
         )?;
     }
     for op in [ReduceOp::Sum, ReduceOp::Prod] {

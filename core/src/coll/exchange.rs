@@ -3,33 +3,71 @@
 use bytemuck::Pod;
 use shmem_backend::{Pe, SignalOp, Strided};
 
-use super::{GATHER_BYTES, check_len};
+use super::{GATHER_BYTES, GATHER_HALF, check_len};
 use crate::error::{Error, Result};
 use crate::rma::logged;
 use crate::sym::SymSlice;
 use crate::team::{Team, words};
 
 impl Team {
+    /// One round of a small exchange through the gather scratch, with no entry barrier: puts
+    /// every `(rank, offset, data)` of `puts` (exactly one per member) into that member's
+    /// current gather half at `offset`, waits until every member's put has arrived here, and
+    /// returns the first `total` bytes of this PE's half. Collective over the team.
+    ///
+    /// The halves alternate between rounds. A member writes into half `h` again only in the
+    /// round after next, which it reaches only after this PE's block of the next round has
+    /// arrived, and this PE sends that only once it has copied this round's data out.
+    fn scratch_round<'d>(
+        &self,
+        total: usize,
+        puts: impl Iterator<Item = (u32, usize, &'d [u8])>,
+    ) -> Result<Vec<u8>> {
+        debug_assert!(total <= GATHER_HALF);
+        let n = self.n_pes();
+        let mut c = self.state.coll();
+        let half = (c.rounds % 2) as usize;
+        c.rounds += 1;
+        let area = self.gather_area() + half * GATHER_HALF;
+        for (rank, off, data) in puts {
+            self.put_count(rank, area + off, data, words::GATHER[half])?;
+        }
+        c.gather[half] += u64::from(n);
+        self.wait_word(
+            words::GATHER[half],
+            c.gather[half],
+            "the blocks of a team exchange",
+        )?;
+        self.read_own(area, total)
+    }
+
     /// Every member's `mine` (all of one length), indexed by team rank, exchanged through the
     /// team's gather region. Collective over the team.
     pub(crate) fn allgather_scratch(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
         let n = self.n_pes() as usize;
         let len = mine.len();
-        if len * n > GATHER_BYTES {
+        let me = self.my_pe() as usize;
+        let all = if len * n <= GATHER_HALF {
+            self.scratch_round(len * n, (0..n as u32).map(|r| (r, me * len, mine)))?
+        } else if len * n <= GATHER_BYTES {
+            // The whole region, fenced by barriers on both sides.
+            self.sync()?;
+            let mut c = self.state.coll();
+            let area = self.gather_area();
+            for r in 0..n as u32 {
+                self.put_count(r, area + me * len, mine, words::DATA)?;
+            }
+            c.data += n as u64;
+            self.wait_word(words::DATA, c.data, "a team gather")?;
+            let all = self.read_own(area, len * n)?;
+            drop(c);
+            self.sync()?;
+            all
+        } else {
             return Err(Error::Inner(format!(
                 "a gather of {len} bytes from {n} PEs does not fit the team's {GATHER_BYTES}-byte scratch"
             )));
-        }
-        self.sync()?;
-        let mut c = self.state.coll();
-        let area = self.gather_area();
-        let me = self.my_pe() as usize;
-        for r in 0..n as u32 {
-            self.put_signal_word(r, area + me * len, mine, words::DATA, SignalOp::Add, 1)?;
-        }
-        c.data += n as u64;
-        self.wait_word(words::DATA, c.data, "a team gather")?;
-        let all = self.read_own(area, len * n)?;
+        };
         Ok(all.chunks(len.max(1)).take(n).map(<[u8]>::to_vec).collect())
     }
 
@@ -102,6 +140,11 @@ impl Team {
                 check_len("fcollect", "dest", dest.len(), n as usize * source.len())?;
                 let data = self.read_own(source.offset(), source.byte_len())?;
                 let at = self.my_pe() as usize * source.byte_len();
+                if dest.byte_len() <= GATHER_HALF {
+                    let all =
+                        self.scratch_round(dest.byte_len(), (0..n).map(|r| (r, at, &data[..])))?;
+                    return self.write_own(dest.offset(), &all);
+                }
                 let blocks: Vec<_> = (0..n).map(|r| (r, at, &data[..])).collect();
                 self.exchange(dest.offset(), &blocks)
             })(),
@@ -130,7 +173,14 @@ impl Team {
                 }
                 let before: usize = sizes[..self.my_pe() as usize].iter().sum();
                 let data = self.read_own(source.offset(), source.byte_len())?;
-                let at = before * std::mem::size_of::<T>();
+                let sz = std::mem::size_of::<T>();
+                let at = before * sz;
+                if total * sz <= GATHER_HALF {
+                    let all = self
+                        .scratch_round(total * sz, (0..self.n_pes()).map(|r| (r, at, &data[..])))?;
+                    self.write_own(dest.offset(), &all)?;
+                    return Ok(total);
+                }
                 let blocks: Vec<_> = (0..self.n_pes()).map(|r| (r, at, &data[..])).collect();
                 self.exchange(dest.offset(), &blocks)?;
                 Ok(total)
@@ -156,6 +206,13 @@ impl Team {
                 let block = dest.byte_len() / n;
                 let all = self.read_own(source.offset(), source.byte_len())?;
                 let at = self.my_pe() as usize * block;
+                if dest.byte_len() <= GATHER_HALF {
+                    let got = self.scratch_round(
+                        dest.byte_len(),
+                        (0..n).map(|r| (r as u32, at, &all[r * block..(r + 1) * block])),
+                    )?;
+                    return self.write_own(dest.offset(), &got);
+                }
                 let blocks: Vec<_> = (0..n)
                     .map(|r| (r as u32, at, &all[r * block..(r + 1) * block]))
                     .collect();

@@ -8,12 +8,20 @@
 //!
 //! - **broadcast**: members tell the root they are ready (their `dest` is free), the root puts
 //!   the data into every member's `dest` with a signal. Two phases, however many PEs.
-//! - **fcollect, collect, alltoall(s)**: an entry barrier (every `dest` is free), then every PE
-//!   puts its blocks into every member's `dest`, each with a signal-add, and waits for its own
-//!   count.
-//! - **reductions**: chunk by chunk up a tree of radix 8 (children put their partial results
-//!   into their parent's scratch slots), the root combines, and the result goes back down into
-//!   every member's `dest`. With up to 9 PEs the tree is one level: two phases per chunk.
+//! - **small fcollect, collect, alltoall** (all blocks together within half the gather
+//!   region): every PE puts its blocks into every member's gather scratch with a signal-add,
+//!   waits for its own count and copies the blocks into its `dest`. One phase: the two halves
+//!   of the region alternate, and a PE can only reach the next use of a half after every
+//!   member has sent it a block of the round in between, which each sends only once it has
+//!   copied out of that half. Larger ones: an entry barrier (every `dest` is free), then every
+//!   PE puts its blocks straight into every member's `dest` and waits for its own count.
+//! - **reductions** of at least [`RS_MIN_BYTES`] on teams of up to 9 PEs: reduce-scatter then
+//!   allgather, chunk by chunk. Each PE owns a segment of the chunk: every PE puts its part of
+//!   each segment into the owner's scratch, the owner combines its segment and puts the result
+//!   into every member's `dest`. Two phases per chunk, and the combining is spread over all
+//!   PEs. Others (small vectors, large teams): chunk by chunk up a tree of radix 8 (children
+//!   put their partial results into their parent's scratch slots), the root combines, and the
+//!   result goes back down into every member's `dest`; with up to 9 PEs the tree is one level.
 //!   `source` and `dest` may be the same array (in place).
 //!
 //! Phases, not messages, are what cost when PEs outnumber cores: every phase makes each waiting
@@ -32,9 +40,14 @@ use crate::team::{SCRATCH_PER_TEAM, Team};
 
 /// Bytes of a team's scratch used for gathers.
 pub(crate) const GATHER_BYTES: usize = 16 << 10;
+/// Bytes of one half of the gather region (small exchanges alternate between the halves).
+pub(crate) const GATHER_HALF: usize = GATHER_BYTES / 2;
+/// Bytes of a team's scratch used for reductions.
+pub(crate) const REDUCE_BYTES: usize = SCRATCH_PER_TEAM - GATHER_BYTES;
+/// The smallest reduction (in bytes) that goes by reduce-scatter and allgather.
+pub(crate) const RS_MIN_BYTES: usize = 4 << 10;
 /// Bytes of one reduction slot (one per child of the tree).
-pub(crate) const REDUCE_SLOT: usize =
-    (SCRATCH_PER_TEAM - GATHER_BYTES) / crate::team::RADIX as usize;
+pub(crate) const REDUCE_SLOT: usize = REDUCE_BYTES / crate::team::RADIX as usize;
 
 impl Team {
     pub(crate) fn t(&self) -> &dyn DynTransport {
@@ -52,7 +65,27 @@ impl Team {
 
     /// The segment offset of reduction slot `i`.
     pub(crate) fn reduce_slot(&self, i: u32) -> usize {
-        self.state.scratch + GATHER_BYTES + i as usize * REDUCE_SLOT
+        self.reduce_area() + i as usize * REDUCE_SLOT
+    }
+
+    /// The segment offset of this team's reduction region.
+    pub(crate) fn reduce_area(&self) -> usize {
+        self.state.scratch + GATHER_BYTES
+    }
+
+    /// Puts `data` at segment offset `dst` of team rank `rank` with a signal-add of 1 to its
+    /// word `word`; an empty `data` sends the signal alone.
+    pub(crate) fn put_count(&self, rank: u32, dst: usize, data: &[u8], word: u64) -> Result<()> {
+        if data.is_empty() {
+            self.signal_word(rank, word, SignalOp::Add, 1)
+        } else {
+            self.put_signal_word(rank, dst, data, word, SignalOp::Add, 1)
+        }
+    }
+
+    /// Copies `data` to segment offset `dst` of this PE.
+    pub(crate) fn write_own(&self, dst: usize, data: &[u8]) -> Result<()> {
+        Ok(self.t().put(self.q(), self.inst.my_pe(), dst, data)?)
     }
 
     /// The heap offset of one of this team's sync words.

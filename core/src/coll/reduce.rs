@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 use shmem_backend::SignalOp;
 
-use super::{REDUCE_SLOT, check_len};
+use super::{REDUCE_BYTES, REDUCE_SLOT, RS_MIN_BYTES, check_len};
 use crate::error::{Error, Result};
 use crate::rma::logged;
 use crate::sym::SymSlice;
@@ -116,10 +116,32 @@ macro_rules! complex_reducible {
 }
 complex_reducible!(Complex32, Complex64);
 
+/// `acc[i] = acc[i] op other[i]`, with `other` the bytes of as many `T`s.
 fn combine_into<T: Reducible>(op: ReduceOp, acc: &mut [T], other: &[u8]) {
-    let other: Vec<T> = bytemuck::pod_collect_to_vec(other);
-    for (a, b) in acc.iter_mut().zip(other) {
-        *a = T::combine(op, *a, b);
+    let copied: Vec<T>;
+    let other: &[T] = match bytemuck::try_cast_slice(other) {
+        Ok(v) => v,
+        Err(_) => {
+            copied = bytemuck::pod_collect_to_vec(other);
+            &copied
+        }
+    };
+    // One loop per operator, so that the operator is a constant inside the loop.
+    macro_rules! each {
+        ($op:expr) => {
+            for (a, b) in acc.iter_mut().zip(other) {
+                *a = T::combine($op, *a, *b);
+            }
+        };
+    }
+    match op {
+        ReduceOp::And => each!(ReduceOp::And),
+        ReduceOp::Or => each!(ReduceOp::Or),
+        ReduceOp::Xor => each!(ReduceOp::Xor),
+        ReduceOp::Max => each!(ReduceOp::Max),
+        ReduceOp::Min => each!(ReduceOp::Min),
+        ReduceOp::Sum => each!(ReduceOp::Sum),
+        ReduceOp::Prod => each!(ReduceOp::Prod),
     }
 }
 
@@ -153,6 +175,9 @@ impl Team {
                     ));
                 }
                 let n = self.n_pes();
+                if n > 1 && n <= RADIX + 1 && dest.byte_len() >= RS_MIN_BYTES {
+                    return self.reduce_scatter_allgather(op, dest, source);
+                }
                 let r = self.my_pe();
                 let sz = std::mem::size_of::<T>();
                 let per_chunk = (REDUCE_SLOT / sz).max(1);
@@ -219,6 +244,65 @@ impl Team {
                 Ok(())
             })(),
         )
+    }
+
+    /// The reduction as a reduce-scatter and an allgather, chunk by chunk: the members own
+    /// consecutive segments of a chunk; every member puts its part of each segment into the
+    /// owner's reduction scratch (at its own rank's slot), waits for the parts of its own
+    /// segment, combines them and puts the result into every member's `dest`, then waits for
+    /// every other segment's result. A member reaches the next chunk, and so writes into a
+    /// scratch again, only after every owner has sent it a result, which each sends only
+    /// once it has combined out of its scratch.
+    fn reduce_scatter_allgather<T: Reducible>(
+        &self,
+        op: ReduceOp,
+        dest: SymSlice<'_, T>,
+        source: SymSlice<'_, T>,
+    ) -> Result<()> {
+        let n = self.n_pes() as usize;
+        let me = self.my_pe() as usize;
+        let sz = std::mem::size_of::<T>();
+        // Elements of one sender's slot; a chunk is at most one slot per member.
+        let slot = (REDUCE_BYTES / n / sz).max(1);
+        let area = self.reduce_area();
+        let mut c = self.state.coll();
+        let mut lo = 0;
+        while lo < dest.len() {
+            let hi = (lo + slot * n).min(dest.len());
+            let seg_len = (hi - lo).div_ceil(n);
+            // Segment `j` of the chunk, as element indices relative to `lo`.
+            let seg = |j: usize| (j * seg_len).min(hi - lo)..((j + 1) * seg_len).min(hi - lo);
+            let chunk = self.read_own(source.offset() + lo * sz, (hi - lo) * sz)?;
+            let part = |j: usize| &chunk[seg(j).start * sz..seg(j).end * sz];
+            for j in (0..n).filter(|&j| j != me) {
+                self.put_count(j as u32, area + me * slot * sz, part(j), words::UP)?;
+            }
+            c.up += n as u64 - 1;
+            self.wait_word(words::UP, c.up, "the parts of a reduction segment")?;
+            let mut acc: Vec<T> = bytemuck::pod_collect_to_vec(part(me));
+            let bytes = acc.len() * sz;
+            if bytes > 0 {
+                for k in (0..n).filter(|&k| k != me) {
+                    combine_into(op, &mut acc, &self.read_own(area + k * slot * sz, bytes)?);
+                }
+            }
+            let result: &[u8] = bytemuck::cast_slice(&acc);
+            let at = dest.offset() + (lo + seg(me).start) * sz;
+            for j in (0..n).filter(|&j| j != me) {
+                self.put_count(j as u32, at, result, words::RESULT)?;
+            }
+            if !result.is_empty() {
+                self.write_own(at, result)?;
+            }
+            c.result += n as u64 - 1;
+            self.wait_word(
+                words::RESULT,
+                c.result,
+                "the result segments of a reduction",
+            )?;
+            lo = hi;
+        }
+        Ok(())
     }
 
     /// `shmem_and_reduce`.
