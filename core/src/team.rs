@@ -22,7 +22,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use shmem_backend::{
-    Cmp, DynQueue, DynTransport, Pe, ScalarKind, Signal, SignalOp, WaitCtl, Watch, Width,
+    Cmp, DynQueue, DynTransport, Pe, ScalarKind, Signal, SignalOp, TransportError, WaitCtl, Watch,
+    Width,
 };
 
 use crate::ctx::{Context, CtxOptions};
@@ -64,6 +65,29 @@ pub(crate) mod words {
     pub(crate) const RESULT: u64 = 576;
 }
 const _: () = assert!(words::RESULT + 8 <= SYNC_ARRAY_SIZE);
+
+/// Waits until this PE's 64-bit sync word at heap offset `off` is at least `threshold`. A
+/// failed load ends the wait with its error.
+pub(crate) fn wait_at_least(
+    t: &dyn DynTransport,
+    off: usize,
+    threshold: u64,
+    ctl: &WaitCtl<'_>,
+) -> std::result::Result<(), TransportError> {
+    let mut failed = None;
+    t.wait_local(
+        Watch::word(off, Width::W64),
+        &mut || match t.load(off, Width::W64) {
+            Ok(v) => ScalarKind::U64.compare(Cmp::Ge, v, threshold),
+            Err(e) => {
+                failed = Some(e);
+                true
+            }
+        },
+        ctl,
+    )?;
+    failed.map_or(Ok(()), Err)
+}
 
 /// The configuration of a team (`shmem_team_config_t`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -189,13 +213,7 @@ impl TeamState {
         let release = (self.slot + words::RELEASE) as usize;
         if children > 0 {
             let want = e * u64::from(children);
-            t.wait_local(
-                Watch::word(arrive, Width::W64),
-                &mut || {
-                    ScalarKind::U64.compare(Cmp::Ge, t.load(arrive, Width::W64).unwrap_or(0), want)
-                },
-                ctl,
-            )?;
+            wait_at_least(t, arrive, want, ctl)?;
         }
         if r != 0 {
             let parent = self.members.pe((r - 1) / RADIX);
@@ -209,13 +227,7 @@ impl TeamState {
                     value: 1,
                 },
             )?;
-            t.wait_local(
-                Watch::word(release, Width::W64),
-                &mut || {
-                    ScalarKind::U64.compare(Cmp::Ge, t.load(release, Width::W64).unwrap_or(0), e)
-                },
-                ctl,
-            )?;
+            wait_at_least(t, release, e, ctl)?;
         }
         for c in first_child..first_child + children {
             t.signal(

@@ -33,10 +33,10 @@ mod reduce;
 
 pub use reduce::{Complex32, Complex64, ReduceOp, Reducible};
 
-use shmem_backend::{Cmp, DynQueue, DynTransport, Pe, ScalarKind, Signal, SignalOp, Watch, Width};
+use shmem_backend::{DynQueue, DynTransport, Pe, Signal, SignalOp, Width};
 
 use crate::error::{Error, Result};
-use crate::team::{SCRATCH_PER_TEAM, Team};
+use crate::team::{SCRATCH_PER_TEAM, Team, wait_at_least};
 
 /// Bytes of a team's scratch used for gathers.
 pub(crate) const GATHER_BYTES: usize = 16 << 10;
@@ -95,22 +95,9 @@ impl Team {
 
     /// Waits until this PE's sync word `word` reaches `threshold`.
     pub(crate) fn wait_word(&self, word: u64, threshold: u64, what: &str) -> Result<()> {
-        let t = self.t();
         let off = self.word(word);
         self.inst
-            .with_wait_ctl(what, |ctl| {
-                t.wait_local(
-                    Watch::word(off, Width::W64),
-                    &mut || {
-                        ScalarKind::U64.compare(
-                            Cmp::Ge,
-                            t.load(off, Width::W64).unwrap_or(0),
-                            threshold,
-                        )
-                    },
-                    ctl,
-                )
-            })
+            .with_wait_ctl(what, |ctl| wait_at_least(self.t(), off, threshold, ctl))
             .map_err(|e| self.inst.fail(e.into()))
     }
 
