@@ -438,7 +438,8 @@ impl Team {
     ///
     /// Errors follow CANN's checks (`INVALID_PARAM` for a start outside this team, a size of 0
     /// or larger than this team, a stride below 1, or members beyond the instance) and, when
-    /// every team index is taken, `INNER_ERROR`.
+    /// every team index is taken (or the parent has more than 512 PEs, beyond what the index
+    /// agreement's scratch holds), `INNER_ERROR`.
     pub fn split_strided(
         &self,
         start: i32,

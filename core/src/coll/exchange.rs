@@ -47,27 +47,12 @@ impl Team {
         let n = self.n_pes() as usize;
         let len = mine.len();
         let me = self.my_pe() as usize;
-        let all = if len * n <= GATHER_HALF {
-            self.scratch_round(len * n, (0..n as u32).map(|r| (r, me * len, mine)))?
-        } else if len * n <= GATHER_BYTES {
-            // The whole region, fenced by barriers on both sides.
-            self.sync()?;
-            let mut c = self.state.coll();
-            let area = self.gather_area();
-            for r in 0..n as u32 {
-                self.put_count(r, area + me * len, mine, words::DATA)?;
-            }
-            c.data += n as u64;
-            self.wait_word(words::DATA, c.data, "a team gather")?;
-            let all = self.read_own(area, len * n)?;
-            drop(c);
-            self.sync()?;
-            all
-        } else {
+        if len * n > GATHER_HALF {
             return Err(Error::Inner(format!(
-                "a gather of {len} bytes from {n} PEs does not fit the team's {GATHER_BYTES}-byte scratch"
+                "a gather of {len} bytes from {n} PEs does not fit half the team's {GATHER_BYTES}-byte gather scratch"
             )));
-        };
+        }
+        let all = self.scratch_round(len * n, (0..n as u32).map(|r| (r, me * len, mine)))?;
         Ok(all.chunks(len.max(1)).take(n).map(<[u8]>::to_vec).collect())
     }
 
@@ -117,13 +102,14 @@ impl Team {
         )
     }
 
-    /// Puts this PE's blocks into the members' `dest` (block `k` at element offset `at(k)`)
-    /// after an entry barrier, and waits until every member's blocks have arrived here.
+    /// Puts this PE's blocks into the members' memory at segment offset `dest` (each at its
+    /// byte offset) after an entry barrier, and waits until every member's blocks have arrived
+    /// here.
     fn exchange(&self, dest: usize, blocks: &[(u32, usize, &[u8])]) -> Result<()> {
         self.sync()?;
         let mut c = self.state.coll();
         for (rank, off, data) in blocks {
-            self.put_signal_word(*rank, dest + off, data, words::DATA, SignalOp::Add, 1)?;
+            self.put_count(*rank, dest + off, data, words::DATA)?;
         }
         c.data += u64::from(self.n_pes());
         self.wait_word(words::DATA, c.data, "the blocks of an exchange")
