@@ -40,17 +40,64 @@ impl Default for Limits {
     }
 }
 
-/// Optional abilities of a transport.
+/// What a transport can do beyond moving bytes between segments. The core reads these to
+/// decide what it refuses: an operation whose capability is missing fails with
+/// `NOT_SUPPORTED` before anything happens, and the transport's method for it is the trait's
+/// default, which returns [`crate::TransportError::Unsupported`].
+///
+/// [`Capabilities::CANN`] is what a transport built on CANN SHMEM's host API and the ACL
+/// runtime has; the simulator takes it under `SHMEM_PROFILE=cann`, so that a program checked
+/// on the laptop fails exactly where it would fail on the hardware backend.
+///
+/// ```
+/// use shmem_backend::Capabilities;
+/// let sim = Capabilities { host_atomics: true, host_mapping: true, streams: true, device_memory: true };
+/// let as_cann = sim.restrict(Capabilities::CANN);
+/// assert!(!as_cann.host_atomics && !as_cann.host_mapping && as_cann.streams);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Capabilities {
-    /// Peers' segments are mapped into this process, so [`crate::Transport::segment_ptr`]
-    /// returns load/store addresses for every PE.
-    pub load_store: bool,
-    /// Remote atomics are issued by the host (CANN's host API has none).
+    /// Remote atomics issued by the host ([`crate::Transport::atomic`]); CANN's host API has
+    /// none, so neither have the locks built on them.
     pub host_atomics: bool,
-    /// The transport can delay non-blocking operations until the latest point the
-    /// specification allows (the simulator's strict completion mode is on).
-    pub strict_completion: bool,
+    /// Peers' segments are mapped for host loads and stores
+    /// ([`crate::Transport::host_mapping`], behind `shmem_ptr`); on Ascend a peer's heap is
+    /// device memory, which the host cannot dereference.
+    pub host_mapping: bool,
+    /// Queues can be made from streams ([`crate::Transport::stream_queue`], CANN's
+    /// `_on_stream` calls).
+    pub streams: bool,
+    /// Device memory can be the local side of an operation ([`crate::Local::Device`]).
+    pub device_memory: bool,
+}
+
+impl Capabilities {
+    /// The capabilities of a transport over CANN SHMEM's host API and the ACL runtime: streams
+    /// and device memory, but no host atomics and no host mapping of peers' heaps.
+    pub const CANN: Capabilities = Capabilities {
+        host_atomics: false,
+        host_mapping: false,
+        streams: true,
+        device_memory: true,
+    };
+
+    /// Every capability.
+    pub const ALL: Capabilities = Capabilities {
+        host_atomics: true,
+        host_mapping: true,
+        streams: true,
+        device_memory: true,
+    };
+
+    /// The capabilities both `self` and `mask` have.
+    pub const fn restrict(self, mask: Capabilities) -> Capabilities {
+        Capabilities {
+            host_atomics: self.host_atomics && mask.host_atomics,
+            host_mapping: self.host_mapping && mask.host_mapping,
+            streams: self.streams && mask.streams,
+            device_memory: self.device_memory && mask.device_memory,
+        }
+    }
 }
 
 /// A transport's name, limits and capabilities.
@@ -62,4 +109,7 @@ pub struct Profile {
     pub limits: Limits,
     /// What it can do.
     pub caps: Capabilities,
+    /// Whether operations complete as late as the specification allows (the simulator's
+    /// strict completion mode), so that missing quiets and fences show.
+    pub strict: bool,
 }

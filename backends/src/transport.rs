@@ -1,13 +1,18 @@
-//! The static [`Transport`] trait and the types its methods take.
+//! The [`Transport`] trait and the types its methods take.
 
+use std::fmt;
 use std::ptr::NonNull;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use crate::{AmoOp, Pe, Profile, SignalOp, TransportError, Width};
+use crate::{
+    AmoOp, Capabilities, Cmp, Local, LocalMut, Pe, Profile, ScalarKind, SignalOp, TransportError,
+    Width, sync,
+};
 
 /// What the core asks a transport to open: this PE's segment of `size` bytes in an instance of
 /// `n_pes` PEs. Every PE of the instance opens the same size.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct SegmentSpec {
     /// This PE's number inside the instance.
     pub my_pe: Pe,
@@ -15,10 +20,64 @@ pub struct SegmentSpec {
     pub n_pes: u32,
     /// The bytes each PE exposes to RMA; offsets `0..size` are addressable.
     pub size: usize,
-    /// A short label for diagnostics and OS object names (for example `"inst0"`).
+    /// A short label for diagnostics and OS object names (for example `"i0-pe3"`).
     pub label: String,
     /// How long attaching the peers may take once they have all called `open`.
-    pub timeout: Duration,
+    pub attach_timeout: Duration,
+    /// The most the transport may report in its [`Profile::caps`] (the core's profile, for
+    /// example [`Capabilities::CANN`] under `SHMEM_PROFILE=cann`).
+    pub caps: Capabilities,
+    /// Consulted by every wait of the transport between two sleeps.
+    pub watchdog: Arc<dyn Watchdog>,
+}
+
+impl fmt::Debug for SegmentSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SegmentSpec")
+            .field("my_pe", &self.my_pe)
+            .field("n_pes", &self.n_pes)
+            .field("size", &self.size)
+            .field("label", &self.label)
+            .field("attach_timeout", &self.attach_timeout)
+            .field("caps", &self.caps)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The core's say in a wait: called between the sleeps of every wait a transport runs (at
+/// least every few milliseconds once the waiter sleeps), with how long the wait has lasted and
+/// what it waits for. An error ends the wait with that error: a lost peer, the job ending, a
+/// timeout the core imposes.
+pub trait Watchdog: Send + Sync {
+    /// Whether the wait may go on.
+    fn check(&self, waited: Duration, what: &dyn fmt::Display) -> Result<(), TransportError>;
+}
+
+/// A [`Watchdog`] that never ends a wait (tests, and transports used without a core).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Patient;
+
+impl Watchdog for Patient {
+    fn check(&self, _: Duration, _: &dyn fmt::Display) -> Result<(), TransportError> {
+        Ok(())
+    }
+}
+
+/// A [`Watchdog`] that ends a wait after a fixed time with [`TransportError::Timeout`].
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline(pub Duration);
+
+impl Watchdog for Deadline {
+    fn check(&self, waited: Duration, what: &dyn fmt::Display) -> Result<(), TransportError> {
+        if waited >= self.0 {
+            Err(TransportError::Timeout {
+                what: what.to_string(),
+                seconds: waited.as_secs_f64(),
+            })
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// The collective exchange the core provides to [`Transport::open`]: an allgather and a barrier
@@ -65,6 +124,12 @@ impl Strided {
 
     /// The byte range `[lo, hi)` that `nelems` elements of `elem_size` bytes touch, or `None` when
     /// it does not fit in the address space.
+    ///
+    /// ```
+    /// use shmem_backend::Strided;
+    /// assert_eq!(Strided { first: 100, stride: -8 }.span(4, 3), Some((84, 104)));
+    /// assert_eq!(Strided { first: 4, stride: -8 }.span(4, 2), None);
+    /// ```
     pub fn span(&self, elem_size: usize, nelems: usize) -> Option<(u64, u64)> {
         if nelems == 0 {
             return Some((self.first as u64, self.first as u64));
@@ -94,7 +159,7 @@ impl Watch {
     };
 
     /// The `width` bytes at `offset`.
-    pub const fn word(offset: usize, width: crate::Width) -> Watch {
+    pub const fn word(offset: usize, width: Width) -> Watch {
         Watch {
             offset,
             len: width.bytes(),
@@ -102,73 +167,93 @@ impl Watch {
     }
 }
 
-/// How a [`Transport::wait_local`] call may end early: at a deadline, or when the core's liveness
-/// check reports that a peer or the job is gone.
-pub struct WaitCtl<'a> {
-    /// When to give up with [`TransportError::Timeout`]; `None` waits without limit.
-    pub deadline: Option<Instant>,
-    /// What is being waited for, for the timeout message.
-    pub what: &'a str,
-    /// Called between sleeps (at least every few milliseconds once the waiter sleeps); an error
-    /// ends the wait with that error.
-    pub liveness: &'a (dyn Fn() -> Result<(), TransportError> + Sync),
+/// A typed word of this PE's own segment that a wait compares: CANN's `wait_until` and
+/// `signal_wait_until`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitWord {
+    /// The offset of the word in the segment (aligned to its width).
+    pub offset: usize,
+    /// How its bits are read and ordered.
+    pub kind: ScalarKind,
+    /// The comparison.
+    pub cmp: Cmp,
+    /// The value compared with (a bit pattern of `kind`).
+    pub value: u64,
 }
 
-impl std::fmt::Debug for WaitCtl<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WaitCtl")
-            .field("deadline", &self.deadline)
-            .field("what", &self.what)
-            .finish()
-    }
+/// One barrier over a team: the members are the PEs `start + rank * stride` for `rank <
+/// size`; every member has a 64-bit arrival word and a 64-bit release word at the same offsets
+/// of its segment, whose counts only grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BarrierSpec {
+    /// The first member.
+    pub start: Pe,
+    /// The distance between consecutive members.
+    pub stride: u32,
+    /// The number of members.
+    pub size: u32,
+    /// This PE's rank among them.
+    pub rank: u32,
+    /// The offset of the arrival word.
+    pub arrive: usize,
+    /// The offset of the release word.
+    pub release: usize,
+    /// This barrier's number on the team: 1 for the first one.
+    pub epoch: u64,
 }
 
-fn always_alive() -> Result<(), TransportError> {
-    Ok(())
-}
-
-impl<'a> WaitCtl<'a> {
-    /// A wait with a deadline and no liveness check.
-    pub fn new(deadline: Option<Instant>, what: &'a str) -> WaitCtl<'a> {
-        WaitCtl {
-            deadline,
-            what,
-            liveness: &always_alive,
-        }
+impl BarrierSpec {
+    /// The PE of rank `rank`.
+    pub fn pe(&self, rank: u32) -> Pe {
+        self.start + rank * self.stride
     }
 }
 
 /// A transport: the PE-to-PE data movement of one instance, over segments of equal size.
 ///
+/// The core validates, the transport does not (as wgpu-core and wgpu-hal divide the work):
+/// the data-path methods are `unsafe` and state in `# Safety` what the core has checked, so
+/// that no check runs twice on the way from the Rust API to the copy. What a transport cannot
+/// do is the trait's default method, which returns [`TransportError::Unsupported`]; its
+/// [`Profile::caps`] say so, and the core refuses the call before it gets here.
+///
 /// # Completion and ordering
 ///
-/// Every operation is issued on a *queue* ([`Transport::Queue`], one per SHMEM context).
+/// Every operation is issued on a *queue* ([`Transport::Queue`]: one per SHMEM context, or one
+/// made from a stream).
 ///
 /// - Blocking operations (`put`, `get`, `iput`, `iget`, `atomic`, `signal`, `put_signal`, `fill`)
 ///   return when the local buffer may be reused (`put`), holds the data (`get`), or holds the
 ///   fetched value (`atomic`). Their effect at the target is guaranteed visible after
 ///   [`Transport::quiet`] on the same queue; a transport may make it visible sooner (the
-///   simulator does so at once).
+///   simulator does so at once outside strict mode).
 /// - Non-blocking operations (`*_nbi`) may read their local source and write their local
-///   destination at any time until the next `quiet` on their queue, which completes them. In
-///   strict completion mode the simulator delays them as long as that rule allows.
+///   destination at any time until the next `quiet` on their queue, which completes them.
 /// - [`Transport::fence`] orders the puts, atomics and signals issued on a queue before it ahead
 ///   of those issued after it, per target PE. A signal of a `put_signal` is delivered after its
 ///   data.
-/// - Waits ([`Transport::wait_local`]) observe updates made through any queue of any PE.
+/// - On a stream queue every operation, blocking or not, runs in stream order (first in, first
+///   out) and completes when the stream is synchronised; `quiet` synchronises the stream.
+/// - Waits observe updates made through any queue of any PE.
 ///
-/// # Bounds
+/// # Safety of the data path
 ///
-/// Every access is checked: a PE outside `0..n_pes`, an access that does not lie inside
-/// `0..segment_size()`, a local buffer too short for a strided layout, or a misaligned atomic is
-/// an error, and nothing is written.
+/// Every `unsafe` data-path method requires what the core checks before calling it: `pe` is
+/// below [`Transport::n_pes`]; every remote byte range (a strided one by its whole
+/// [`Strided::span`]) lies inside `0..segment_size()`; a [`Local::Segment`] lies inside this
+/// PE's segment, a [`Local::Device`] inside device memory registered with the instance, and a
+/// strided local layout inside its buffer; an atomic, a signal word or a loaded word is aligned
+/// to its width; and the queue was made by this transport.
 pub trait Transport: Send + Sync + Sized + 'static {
-    /// A completion domain for non-blocking operations.
+    /// A completion domain for operations.
     type Queue: Send + Sync + 'static;
+    /// An in-order stream of work that queues can be made from (the simulator's executor, an
+    /// `aclrtStream` on Ascend).
+    type Stream: Send + Sync + 'static;
 
     /// Opens this PE's segment and attaches every peer's, using `exchange` to meet them. All PEs
     /// of the instance call it with the same `spec.size` and `spec.n_pes`.
-    fn open(spec: &SegmentSpec, exchange: &mut dyn Exchange) -> Result<Self, TransportError>;
+    fn open(spec: SegmentSpec, exchange: &mut dyn Exchange) -> Result<Self, TransportError>;
 
     /// The transport's name, limits and capabilities.
     fn profile(&self) -> &Profile;
@@ -178,23 +263,129 @@ pub trait Transport: Send + Sync + Sized + 'static {
     fn n_pes(&self) -> u32;
     /// The addressable bytes of every segment.
     fn segment_size(&self) -> usize;
-    /// The load/store address at which `pe`'s segment is mapped in this process, if it is.
-    fn segment_ptr(&self, pe: Pe) -> Option<NonNull<u8>>;
+    /// The symmetric virtual address of `pe`'s segment: what `heap_base` and CANN's
+    /// `aclshmem_ptr` compute (on Ascend a device address, on the simulator the mapping).
+    fn segment_base(&self, pe: Pe) -> u64;
+    /// Where `pe`'s segment is mapped for loads and stores by this process's host code, if it
+    /// is (OpenSHMEM's `shmem_ptr`).
+    fn host_mapping(&self, pe: Pe) -> Option<NonNull<u8>> {
+        let _ = pe;
+        None
+    }
+    /// The watchdog the transport was opened with, which its waits consult.
+    fn watchdog(&self) -> &dyn Watchdog;
+
     /// A new, empty completion queue.
     fn new_queue(&self) -> Self::Queue;
+    /// A queue whose operations run on `stream`, in stream order (CANN's `_on_stream` calls).
+    fn stream_queue(&self, stream: &Self::Stream) -> Result<Self::Queue, TransportError> {
+        let _ = stream;
+        Err(self.unsupported("queues on streams"))
+    }
+    /// Prepares `len` bytes of device memory at `addr` to be the local side of operations (the
+    /// core keeps the registry it validates against; a transport that must pin or map device
+    /// memory does it here).
+    fn register_device(&self, addr: u64, len: usize) -> Result<(), TransportError> {
+        let _ = (addr, len);
+        Err(self.unsupported("device memory"))
+    }
+    /// Undoes [`Transport::register_device`].
+    fn deregister_device(&self, addr: u64, len: usize) -> Result<(), TransportError> {
+        let _ = (addr, len);
+        Err(self.unsupported("device memory"))
+    }
 
     /// Copies `src` to offset `dst` of `pe`'s segment.
-    fn put(&self, q: &Self::Queue, pe: Pe, dst: usize, src: &[u8]) -> Result<(), TransportError>;
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions of the trait documentation.
+    unsafe fn put(
+        &self,
+        q: &Self::Queue,
+        pe: Pe,
+        dst: usize,
+        src: Local<'_>,
+    ) -> Result<(), TransportError>;
     /// Copies `dst.len()` bytes from offset `src` of `pe`'s segment into `dst`.
-    fn get(
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions of the trait documentation.
+    unsafe fn get(
         &self,
         q: &Self::Queue,
         pe: Pe,
         src: usize,
-        dst: &mut [u8],
+        dst: LocalMut<'_>,
+    ) -> Result<(), TransportError>;
+    /// Non-blocking [`Transport::put`].
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions, and a [`Local::Host`] source stays readable, and unchanged
+    /// if its current contents are to be delivered, until the next [`Transport::quiet`] on `q`
+    /// returns (the slice's lifetime does not say so).
+    unsafe fn put_nbi(
+        &self,
+        q: &Self::Queue,
+        pe: Pe,
+        dst: usize,
+        src: Local<'_>,
+    ) -> Result<(), TransportError>;
+    /// Non-blocking [`Transport::get`].
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions, and a [`LocalMut::Host`] destination stays writable, and is
+    /// not accessed by the caller, until the next [`Transport::quiet`] on `q` returns.
+    unsafe fn get_nbi(
+        &self,
+        q: &Self::Queue,
+        pe: Pe,
+        src: usize,
+        dst: LocalMut<'_>,
+    ) -> Result<(), TransportError>;
+    /// Copies `nelems` elements of `elem_size` bytes from `src` (laid out by `src_layout`) to
+    /// `pe`'s segment (laid out by `dst`).
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions of the trait documentation.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn iput(
+        &self,
+        q: &Self::Queue,
+        pe: Pe,
+        dst: Strided,
+        src: Local<'_>,
+        src_layout: Strided,
+        elem_size: usize,
+        nelems: usize,
+    ) -> Result<(), TransportError>;
+    /// Copies `nelems` elements of `elem_size` bytes from `pe`'s segment (laid out by `src`) into
+    /// `dst` (laid out by `dst_layout`).
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions of the trait documentation.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn iget(
+        &self,
+        q: &Self::Queue,
+        pe: Pe,
+        src: Strided,
+        dst: LocalMut<'_>,
+        dst_layout: Strided,
+        elem_size: usize,
+        nelems: usize,
     ) -> Result<(), TransportError>;
     /// Sets `len` bytes at offset `dst` of `pe`'s segment to `byte`.
-    fn fill(
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions of the trait documentation.
+    unsafe fn fill(
         &self,
         q: &Self::Queue,
         pe: Pe,
@@ -202,78 +393,32 @@ pub trait Transport: Send + Sync + Sized + 'static {
         byte: u8,
         len: usize,
     ) -> Result<(), TransportError>;
-    /// Non-blocking [`Transport::put`].
-    ///
-    /// # Safety
-    ///
-    /// `src..src+len` must stay readable, and unchanged if the caller wants its current contents
-    /// delivered, until the next [`Transport::quiet`] on `q` returns.
-    unsafe fn put_nbi(
-        &self,
-        q: &Self::Queue,
-        pe: Pe,
-        dst: usize,
-        src: *const u8,
-        len: usize,
-    ) -> Result<(), TransportError>;
-    /// Non-blocking [`Transport::get`].
-    ///
-    /// # Safety
-    ///
-    /// `dst..dst+len` must stay writable, and must not be accessed by the caller, until the next
-    /// [`Transport::quiet`] on `q` returns.
-    unsafe fn get_nbi(
-        &self,
-        q: &Self::Queue,
-        pe: Pe,
-        src: usize,
-        dst: *mut u8,
-        len: usize,
-    ) -> Result<(), TransportError>;
-    /// Copies `nelems` elements of `elem_size` bytes from `src` (laid out by `src_layout`) to
-    /// `pe`'s segment (laid out by `dst`).
-    #[allow(clippy::too_many_arguments)]
-    fn iput(
-        &self,
-        q: &Self::Queue,
-        pe: Pe,
-        dst: Strided,
-        src: &[u8],
-        src_layout: Strided,
-        elem_size: usize,
-        nelems: usize,
-    ) -> Result<(), TransportError>;
-    /// Copies `nelems` elements of `elem_size` bytes from `pe`'s segment (laid out by `src`) into
-    /// `dst` (laid out by `dst_layout`).
-    #[allow(clippy::too_many_arguments)]
-    fn iget(
-        &self,
-        q: &Self::Queue,
-        pe: Pe,
-        src: Strided,
-        dst: &mut [u8],
-        dst_layout: Strided,
-        elem_size: usize,
-        nelems: usize,
-    ) -> Result<(), TransportError>;
     /// Performs `op` atomically on the `width` word at `offset` of `pe`'s segment and returns the
-    /// previous value.
-    fn atomic(
+    /// previous value. Without [`Capabilities::host_atomics`]: unsupported.
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions of the trait documentation.
+    unsafe fn atomic(
         &self,
         q: &Self::Queue,
         pe: Pe,
         offset: usize,
         width: Width,
         op: AmoOp,
-    ) -> Result<u64, TransportError>;
+    ) -> Result<u64, TransportError> {
+        let _ = (q, pe, offset, width, op);
+        Err(self.unsupported("remote atomics issued by the host"))
+    }
     /// Non-blocking [`Transport::atomic`]: the previous value is written to `fetch` (`width`
     /// bytes, native byte order) by the time the next `quiet` on `q` returns; `fetch` may be null
     /// when the caller does not want it.
     ///
     /// # Safety
     ///
-    /// A non-null `fetch` must stay writable for `width.bytes()` bytes, and must not be accessed
-    /// by the caller, until the next [`Transport::quiet`] on `q` returns.
+    /// The data-path preconditions, and a non-null `fetch` stays writable for `width.bytes()`
+    /// bytes, and is not accessed by the caller, until the next [`Transport::quiet`] on `q`
+    /// returns.
     unsafe fn atomic_nbi(
         &self,
         q: &Self::Queue,
@@ -282,17 +427,28 @@ pub trait Transport: Send + Sync + Sized + 'static {
         width: Width,
         op: AmoOp,
         fetch: *mut u8,
-    ) -> Result<(), TransportError>;
+    ) -> Result<(), TransportError> {
+        let _ = (q, pe, offset, width, op, fetch);
+        Err(self.unsupported("remote atomics issued by the host"))
+    }
     /// Updates the signal word `sig` of `pe`.
-    fn signal(&self, q: &Self::Queue, pe: Pe, sig: Signal) -> Result<(), TransportError>;
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions of the trait documentation.
+    unsafe fn signal(&self, q: &Self::Queue, pe: Pe, sig: Signal) -> Result<(), TransportError>;
     /// Puts `src` at `dst` of `pe` and then updates its signal word `sig`, which becomes visible
     /// only after the data.
-    fn put_signal(
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions of the trait documentation.
+    unsafe fn put_signal(
         &self,
         q: &Self::Queue,
         pe: Pe,
         dst: usize,
-        src: &[u8],
+        src: Local<'_>,
         sig: Signal,
     ) -> Result<(), TransportError>;
     /// Non-blocking [`Transport::put_signal`].
@@ -305,26 +461,81 @@ pub trait Transport: Send + Sync + Sized + 'static {
         q: &Self::Queue,
         pe: Pe,
         dst: usize,
-        src: *const u8,
-        len: usize,
+        src: Local<'_>,
         sig: Signal,
     ) -> Result<(), TransportError>;
     /// Orders the operations issued on `q` before the call ahead of those issued after it.
     fn fence(&self, q: &Self::Queue) -> Result<(), TransportError>;
-    /// Completes every operation issued on `q`.
+    /// Completes every operation issued on `q` (for a stream queue: synchronises the stream).
     fn quiet(&self, q: &Self::Queue) -> Result<(), TransportError>;
 
-    /// Loads the `width` word at `offset` of this PE's own segment (with acquire ordering).
-    fn load(&self, offset: usize, width: Width) -> Result<u64, TransportError>;
-    /// Blocks until `pred` returns true. `pred` reads the bytes `watch` names of this PE's
-    /// segment (typically through [`Transport::load`]); the transport re-evaluates it whenever
-    /// a peer may have written to them, and follows its wait policy between evaluations. Bytes
-    /// changed by direct stores through [`Transport::segment_ptr`] are noticed within a bounded
-    /// time (the simulator re-checks at least every 10 ms).
+    /// Loads the `width` word at `offset` of this PE's own segment, with acquire ordering.
+    ///
+    /// # Safety
+    ///
+    /// `offset` is aligned to `width` and the word lies inside the segment.
+    unsafe fn load(&self, offset: usize, width: Width) -> Result<u64, TransportError>;
+    /// Blocks until `pred` returns true (or an error, which ends the wait with it). `pred`
+    /// reads the bytes `watch` names of this PE's segment (typically through
+    /// [`Transport::load`]); the transport re-evaluates it whenever a peer may have written to
+    /// them and consults its [`Watchdog`] between sleeps, with `what` for its messages.
+    ///
+    /// The default polls: it yields, then sleeps for growing intervals of up to a millisecond.
+    /// A transport that can sleep until a peer writes (the simulator's futexes) overrides it.
     fn wait_local(
         &self,
         watch: Watch,
-        pred: &mut dyn FnMut() -> bool,
-        ctl: &WaitCtl<'_>,
-    ) -> Result<(), TransportError>;
+        what: &dyn fmt::Display,
+        pred: &mut dyn FnMut() -> Result<bool, TransportError>,
+    ) -> Result<(), TransportError> {
+        let _ = watch;
+        sync::poll(self.watchdog(), what, pred)
+    }
+    /// Waits until this PE's word `w` compares true, and returns the value that did; on a stream
+    /// queue the wait is enqueued instead and `None` returned (CANN's
+    /// `signal_wait_until_on_stream`).
+    ///
+    /// The default waits on the host with [`Transport::wait_local`].
+    ///
+    /// # Safety
+    ///
+    /// The word is aligned to its width and lies inside the segment.
+    unsafe fn wait_until(
+        &self,
+        q: &Self::Queue,
+        w: WaitWord,
+        what: &dyn fmt::Display,
+    ) -> Result<Option<u64>, TransportError> {
+        let _ = q;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { sync::wait_word(self, w, what) }.map(Some)
+    }
+    /// Waits for every member of a team (a barrier without the quiet: the core quiets first).
+    /// On a stream queue the barrier is enqueued instead (CANN's `barrier_on_stream`).
+    ///
+    /// The default is the core's radix-8 tree of signal-adds and signal-sets
+    /// ([`sync::tree_barrier`]), which runs on any transport with signals and waits; a
+    /// transport with a barrier of its own overrides it.
+    ///
+    /// # Safety
+    ///
+    /// Every member of `b` is below [`Transport::n_pes`], and its arrival and release words are
+    /// aligned 64-bit words inside the segment.
+    unsafe fn barrier(
+        &self,
+        q: &Self::Queue,
+        b: &BarrierSpec,
+        what: &dyn fmt::Display,
+    ) -> Result<(), TransportError> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { sync::tree_barrier(self, q, b, what) }
+    }
+
+    /// The error of an operation this transport does not provide.
+    fn unsupported(&self, what: &str) -> TransportError {
+        TransportError::Unsupported {
+            transport: self.profile().name,
+            what: what.to_string(),
+        }
+    }
 }

@@ -150,9 +150,9 @@ fn check(inst: &Instance) -> Result<String, String> {
     let (me, n) = (inst.my_pe(), inst.n_pes());
     // malloc/free: several sizes and alignments, all released again.
     let before = inst.heap_free();
-    let blocks: Vec<usize> = [16usize, 4096, 1 << 20, 100_000]
+    let blocks: Vec<SymBuf<u8>> = [16usize, 4096, 1 << 20, 100_000]
         .iter()
-        .map(|&s| inst.malloc_raw(s))
+        .map(|&s| inst.malloc::<u8>(s))
         .collect::<Result<_, _>>()
         .map_err(e)?;
     let aligned = inst.align::<u8>(1 << 20, 64).map_err(e)?;
@@ -161,7 +161,7 @@ fn check(inst: &Instance) -> Result<String, String> {
     }
     aligned.free().map_err(e)?;
     for b in blocks {
-        inst.free_raw(b).map_err(e)?;
+        b.free().map_err(e)?;
     }
     if inst.heap_free() != before {
         return Err("malloc/free leaked".into());

@@ -9,7 +9,9 @@
 //!
 //! On the simulator every operation is a native CPU atomic on the target's mapping (`lock xadd`
 //! for add, never a compare-and-swap loop where the CPU has the instruction). CANN's host API
-//! has no atomics: under the CANN-portability profile they fail with `NOT_SUPPORTED`.
+//! has no atomics: a transport without [`Capabilities::host_atomics`](shmem_backend::Capabilities)
+//! (the hardware one, and the simulator under `SHMEM_PROFILE=cann`) refuses them with
+//! `NOT_SUPPORTED`.
 //!
 //! ```no_run
 //! # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
@@ -22,8 +24,8 @@
 use bytemuck::Pod;
 use shmem_backend::{AmoOp, Pe, Scalar, Width};
 
-use crate::error::Result;
-use crate::rma::{NbiScope, logged};
+use crate::error::{Error, Result};
+use crate::rma::NbiScope;
 use crate::sym::SymElem;
 
 mod sealed {
@@ -68,39 +70,52 @@ const _: () = assert!(
     "the AMO width table assumes a 64-bit target"
 );
 
+impl<T> SymElem<'_, T> {
+    /// Checks that the element is an aligned word of `width` inside the heap.
+    #[inline]
+    pub(crate) fn check_word(&self, width: Width) -> Result<()> {
+        let w = width.bytes();
+        if !self.offset.is_multiple_of(w) {
+            return Err(Error::Misaligned(format!(
+                "heap offset {:#x} is not aligned to the {w}-byte width of the operation",
+                self.offset
+            )));
+        }
+        self.ctx.inst.check_heap_range(self.offset, w)
+    }
+}
+
 impl<T: AmoType> SymElem<'_, T> {
-    fn amo(&self, what: &str, pe: Pe, op: AmoOp) -> Result<T> {
-        logged(
-            what,
-            (|| {
-                self.ctx.inst.beyond_cann("remote atomics")?;
-                let pe = self.ctx.target(pe)?;
-                let old = self.ctx.inst.transport().atomic(
-                    self.ctx.queue(),
-                    pe,
-                    self.offset,
-                    T::WIDTH,
-                    op,
-                )?;
-                Ok(T::from_bits(old))
-            })(),
-        )
+    #[inline]
+    fn amo(&self, pe: Pe, op: AmoOp) -> Result<T> {
+        self.ctx
+            .inst
+            .require(|c| c.host_atomics, "remote atomics issued by the host")?;
+        let pe = self.ctx.target(pe)?;
+        self.check_word(T::WIDTH)?;
+        // SAFETY: the PE and the aligned in-bounds word were checked above.
+        let old = unsafe {
+            self.ctx
+                .inst
+                .fabric()
+                .atomic(self.ctx.queue(), pe, self.offset, T::WIDTH, op)
+        }?;
+        Ok(T::from_bits(old))
     }
 
     /// The value of the element on `pe` (`shmem_atomic_fetch`).
     pub fn atomic_fetch(&self, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch", pe, AmoOp::Fetch)
+        self.amo(pe, AmoOp::Fetch)
     }
 
     /// Sets the element on `pe` (`shmem_atomic_set`).
     pub fn atomic_set(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo("atomic_set", pe, AmoOp::Set(value.to_bits()))
-            .map(|_| ())
+        self.amo(pe, AmoOp::Set(value.to_bits())).map(|_| ())
     }
 
     /// Sets the element on `pe` and returns its previous value (`shmem_atomic_swap`).
     pub fn atomic_swap(&self, value: T, pe: Pe) -> Result<T> {
-        self.amo("atomic_swap", pe, AmoOp::Swap(value.to_bits()))
+        self.amo(pe, AmoOp::Swap(value.to_bits()))
     }
 }
 
@@ -109,7 +124,6 @@ impl<T: AmoStandard> SymElem<'_, T> {
     /// (`shmem_atomic_compare_swap`).
     pub fn atomic_compare_swap(&self, cond: T, value: T, pe: Pe) -> Result<T> {
         self.amo(
-            "atomic_compare_swap",
             pe,
             AmoOp::CompareSwap {
                 cond: cond.to_bits(),
@@ -120,92 +134,85 @@ impl<T: AmoStandard> SymElem<'_, T> {
 
     /// Adds one to the element on `pe` and returns its previous value (`shmem_atomic_fetch_inc`).
     pub fn atomic_fetch_inc(&self, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch_inc", pe, AmoOp::Add(1))
+        self.amo(pe, AmoOp::Add(1))
     }
 
     /// Adds one to the element on `pe` (`shmem_atomic_inc`).
     pub fn atomic_inc(&self, pe: Pe) -> Result<()> {
-        self.amo("atomic_inc", pe, AmoOp::Add(1)).map(|_| ())
+        self.amo(pe, AmoOp::Add(1)).map(|_| ())
     }
 
     /// Adds `value` to the element on `pe` and returns its previous value
     /// (`shmem_atomic_fetch_add`).
     pub fn atomic_fetch_add(&self, value: T, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch_add", pe, AmoOp::Add(value.to_bits()))
+        self.amo(pe, AmoOp::Add(value.to_bits()))
     }
 
     /// Adds `value` to the element on `pe` (`shmem_atomic_add`).
     pub fn atomic_add(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo("atomic_add", pe, AmoOp::Add(value.to_bits()))
-            .map(|_| ())
+        self.amo(pe, AmoOp::Add(value.to_bits())).map(|_| ())
     }
 }
 
 impl<T: AmoBitwise> SymElem<'_, T> {
     /// Bitwise-ands the element on `pe` with `value`; returns the previous value.
     pub fn atomic_fetch_and(&self, value: T, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch_and", pe, AmoOp::And(value.to_bits()))
+        self.amo(pe, AmoOp::And(value.to_bits()))
     }
 
     /// Bitwise-ands the element on `pe` with `value`.
     pub fn atomic_and(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo("atomic_and", pe, AmoOp::And(value.to_bits()))
-            .map(|_| ())
+        self.amo(pe, AmoOp::And(value.to_bits())).map(|_| ())
     }
 
     /// Bitwise-ors the element on `pe` with `value`; returns the previous value.
     pub fn atomic_fetch_or(&self, value: T, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch_or", pe, AmoOp::Or(value.to_bits()))
+        self.amo(pe, AmoOp::Or(value.to_bits()))
     }
 
     /// Bitwise-ors the element on `pe` with `value`.
     pub fn atomic_or(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo("atomic_or", pe, AmoOp::Or(value.to_bits()))
-            .map(|_| ())
+        self.amo(pe, AmoOp::Or(value.to_bits())).map(|_| ())
     }
 
     /// Bitwise-xors the element on `pe` with `value`; returns the previous value.
     pub fn atomic_fetch_xor(&self, value: T, pe: Pe) -> Result<T> {
-        self.amo("atomic_fetch_xor", pe, AmoOp::Xor(value.to_bits()))
+        self.amo(pe, AmoOp::Xor(value.to_bits()))
     }
 
     /// Bitwise-xors the element on `pe` with `value`.
     pub fn atomic_xor(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo("atomic_xor", pe, AmoOp::Xor(value.to_bits()))
-            .map(|_| ())
+        self.amo(pe, AmoOp::Xor(value.to_bits())).map(|_| ())
     }
 }
 
 impl<'env> NbiScope<'env> {
     fn amo_nbi<T: AmoType>(
         &self,
-        what: &str,
         target: SymElem<'_, T>,
         fetch: &'env mut T,
         pe: Pe,
         op: AmoOp,
     ) -> Result<()> {
-        logged(
-            what,
-            (|| {
-                self.ctx.inst.beyond_cann("remote atomics")?;
-                let pe = self.ctx.target(pe)?;
-                let fetch: *mut u8 = bytemuck::bytes_of_mut(fetch).as_mut_ptr();
-                // SAFETY: `fetch` is mutably borrowed for 'env, which outlives the scope, and the
-                // scope quiets before it ends; the caller cannot touch it before then.
-                unsafe {
-                    self.ctx.inst.transport().atomic_nbi(
-                        self.ctx.queue(),
-                        pe,
-                        target.offset,
-                        T::WIDTH,
-                        op,
-                        fetch,
-                    )
-                }?;
-                Ok(())
-            })(),
-        )
+        self.ctx
+            .inst
+            .require(|c| c.host_atomics, "remote atomics issued by the host")?;
+        let pe = self.ctx.target(pe)?;
+        target.check_word(T::WIDTH)?;
+        let fetch: *mut u8 = bytemuck::bytes_of_mut(fetch).as_mut_ptr();
+        // SAFETY: the PE and the word were checked above; `fetch` is mutably borrowed for 'env,
+        // which outlives the scope, and the scope quiets before it ends, so the caller cannot
+        // touch it before then.
+        unsafe {
+            self.ctx.inst.fabric().atomic_nbi(
+                self.ctx.queue(),
+                pe,
+                target.offset,
+                T::WIDTH,
+                op,
+                fetch,
+            )
+        }
     }
 
     /// Non-blocking [`SymElem::atomic_fetch`]: `fetch` holds the value once the scope ends.
@@ -215,7 +222,7 @@ impl<'env> NbiScope<'env> {
         fetch: &'env mut T,
         pe: Pe,
     ) -> Result<()> {
-        self.amo_nbi("atomic_fetch_nbi", target, fetch, pe, AmoOp::Fetch)
+        self.amo_nbi(target, fetch, pe, AmoOp::Fetch)
     }
 
     /// Non-blocking [`SymElem::atomic_swap`].
@@ -226,13 +233,7 @@ impl<'env> NbiScope<'env> {
         value: T,
         pe: Pe,
     ) -> Result<()> {
-        self.amo_nbi(
-            "atomic_swap_nbi",
-            target,
-            fetch,
-            pe,
-            AmoOp::Swap(value.to_bits()),
-        )
+        self.amo_nbi(target, fetch, pe, AmoOp::Swap(value.to_bits()))
     }
 
     /// Non-blocking [`SymElem::atomic_compare_swap`].
@@ -245,7 +246,6 @@ impl<'env> NbiScope<'env> {
         pe: Pe,
     ) -> Result<()> {
         self.amo_nbi(
-            "atomic_compare_swap_nbi",
             target,
             fetch,
             pe,
@@ -263,7 +263,7 @@ impl<'env> NbiScope<'env> {
         fetch: &'env mut T,
         pe: Pe,
     ) -> Result<()> {
-        self.amo_nbi("atomic_fetch_inc_nbi", target, fetch, pe, AmoOp::Add(1))
+        self.amo_nbi(target, fetch, pe, AmoOp::Add(1))
     }
 
     /// Non-blocking [`SymElem::atomic_fetch_add`].
@@ -274,13 +274,7 @@ impl<'env> NbiScope<'env> {
         value: T,
         pe: Pe,
     ) -> Result<()> {
-        self.amo_nbi(
-            "atomic_fetch_add_nbi",
-            target,
-            fetch,
-            pe,
-            AmoOp::Add(value.to_bits()),
-        )
+        self.amo_nbi(target, fetch, pe, AmoOp::Add(value.to_bits()))
     }
 
     /// Non-blocking [`SymElem::atomic_fetch_and`].
@@ -291,13 +285,7 @@ impl<'env> NbiScope<'env> {
         value: T,
         pe: Pe,
     ) -> Result<()> {
-        self.amo_nbi(
-            "atomic_fetch_and_nbi",
-            target,
-            fetch,
-            pe,
-            AmoOp::And(value.to_bits()),
-        )
+        self.amo_nbi(target, fetch, pe, AmoOp::And(value.to_bits()))
     }
 
     /// Non-blocking [`SymElem::atomic_fetch_or`].
@@ -308,13 +296,7 @@ impl<'env> NbiScope<'env> {
         value: T,
         pe: Pe,
     ) -> Result<()> {
-        self.amo_nbi(
-            "atomic_fetch_or_nbi",
-            target,
-            fetch,
-            pe,
-            AmoOp::Or(value.to_bits()),
-        )
+        self.amo_nbi(target, fetch, pe, AmoOp::Or(value.to_bits()))
     }
 
     /// Non-blocking [`SymElem::atomic_fetch_xor`].
@@ -325,12 +307,6 @@ impl<'env> NbiScope<'env> {
         value: T,
         pe: Pe,
     ) -> Result<()> {
-        self.amo_nbi(
-            "atomic_fetch_xor_nbi",
-            target,
-            fetch,
-            pe,
-            AmoOp::Xor(value.to_bits()),
-        )
+        self.amo_nbi(target, fetch, pe, AmoOp::Xor(value.to_bits()))
     }
 }

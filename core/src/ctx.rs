@@ -22,9 +22,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::ThreadId;
 
-use shmem_backend::{DynQueue, Pe};
+use shmem_backend::Pe;
 
 use crate::error::{Error, Result};
+use crate::fabric::{Queue, Stream};
 use crate::instance::Instance;
 use crate::team::Team;
 
@@ -68,7 +69,9 @@ pub(crate) struct CtxInner {
     pub(crate) inst: Instance,
     /// The team whose PE numbering the context uses; `None` for the world.
     pub(crate) team: Option<Team>,
-    pub(crate) queue: Box<dyn DynQueue>,
+    pub(crate) queue: Queue,
+    /// The stream the context runs on, if it was made from one.
+    pub(crate) stream: Option<Stream>,
     pub(crate) options: CtxOptions,
     owner: ThreadId,
     live: AtomicBool,
@@ -111,15 +114,17 @@ impl<'a> CtxRef<'a> {
         self.inst
     }
 
-    pub(crate) fn queue(&self) -> &'a dyn DynQueue {
+    #[inline]
+    pub(crate) fn queue(&self) -> &'a Queue {
         match self.ctx {
-            Some(c) => &*c.queue,
-            None => &*self.inst.inner.queue,
+            Some(c) => &c.queue,
+            None => &self.inst.inner.queue,
         }
     }
 
     /// Checks the context may be used here and now, and translates `pe` (in the context's
     /// team numbering) to the instance's.
+    #[inline]
     pub(crate) fn target(&self, pe: Pe) -> Result<Pe> {
         self.usable()?;
         match self.ctx.and_then(|c| c.team.as_ref()) {
@@ -132,6 +137,7 @@ impl<'a> CtxRef<'a> {
     }
 
     /// Checks that the instance is live and the context may be used by this thread.
+    #[inline]
     pub(crate) fn usable(&self) -> Result<()> {
         self.inst.check_live()?;
         if let Some(c) = self.ctx {
@@ -147,22 +153,22 @@ impl<'a> CtxRef<'a> {
         Ok(())
     }
 
-    /// Completes every operation issued on this context (`shmem_ctx_quiet`).
+    /// Completes every operation issued on this context (`shmem_ctx_quiet`; on a context made
+    /// from a stream, synchronises the stream).
     pub fn quiet(&self) -> Result<()> {
         self.usable()?;
-        self.inst
-            .transport()
-            .quiet(self.queue())
-            .map_err(Error::from)
+        self.inst.fabric().quiet(self.queue())
     }
 
     /// Orders this context's puts, atomics and signals to each PE (`shmem_ctx_fence`).
     pub fn fence(&self) -> Result<()> {
         self.usable()?;
-        self.inst
-            .transport()
-            .fence(self.queue())
-            .map_err(Error::from)
+        self.inst.fabric().fence(self.queue())
+    }
+
+    /// Whether the context runs on a stream.
+    pub fn is_stream(&self) -> bool {
+        self.ctx.is_some_and(|c| c.stream.is_some())
     }
 }
 
@@ -216,12 +222,41 @@ impl Instance {
 
     /// Creates a context over the world team (`shmem_ctx_create`).
     pub fn ctx_create(&self, options: CtxOptions) -> Result<Context> {
-        self.new_ctx(None, options)
+        self.new_ctx(None, options, None)
     }
 
-    pub(crate) fn new_ctx(&self, team: Option<Team>, options: CtxOptions) -> Result<Context> {
+    /// Creates a context whose operations run on `stream`, in stream order, and complete when
+    /// the stream is synchronised (CANN's `_on_stream` calls: a put on the context is
+    /// `aclshmemx_putmem_on_stream`, its quiet synchronises the stream, and a team barrier on
+    /// it is `aclshmemx_barrier_on_stream`).
+    ///
+    /// ```no_run
+    /// # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
+    /// let stream = shmem::Stream::new();
+    /// let ctx = inst.stream_ctx(&stream)?;
+    /// let buf = inst.calloc::<u64>(8)?;
+    /// buf.as_slice().on(&ctx).put(&[7; 8], (inst.my_pe() + 1) % inst.n_pes())?; // enqueued
+    /// stream.synchronize()?;                                                     // done
+    /// # Ok(()) }
+    /// ```
+    pub fn stream_ctx(&self, stream: &Stream) -> Result<Context> {
+        self.new_ctx(None, CtxOptions::NONE, Some(stream))
+    }
+
+    pub(crate) fn new_ctx(
+        &self,
+        team: Option<Team>,
+        options: CtxOptions,
+        stream: Option<&Stream>,
+    ) -> Result<Context> {
         self.check_live()?;
-        self.require_beyond_cann("contexts")?;
+        let queue = match stream {
+            None => self.fabric().new_queue(),
+            Some(s) => {
+                self.require(|c| c.streams, "contexts on streams")?;
+                self.fabric().stream_queue(s)?
+            }
+        };
         let known = CtxOptions::SERIALIZED | CtxOptions::PRIVATE | CtxOptions::NOSTORE;
         if options.0 & !known.0 != 0 {
             return Err(Error::InvalidParam(format!(
@@ -233,7 +268,8 @@ impl Instance {
             inner: Arc::new(CtxInner {
                 inst: self.clone(),
                 team,
-                queue: self.transport().new_queue(),
+                queue,
+                stream: stream.cloned(),
                 options,
                 owner: std::thread::current().id(),
                 live: AtomicBool::new(true),

@@ -1,22 +1,20 @@
 //! [`Instance`]: one SHMEM instance, owning its bootstrap, transport, heap and teams.
 
+use std::fmt;
 use std::net::TcpListener;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use shmem_backend::{
-    DynQueue, DynTransport, Exchange, Pe, SegmentSpec, Transport, TransportError, WaitCtl,
-};
-use shmem_sim::SimTransport;
+use shmem_backend::{Capabilities, Exchange, Pe, SegmentSpec, TransportError, Watchdog};
 
 use crate::attr::{Attributes, Backend, InitMode, Secret};
 use crate::bootstrap::rendezvous;
 use crate::bootstrap::{self, Bootstrap, BootstrapError, StoreBootstrap, StoreConfig};
 use crate::error::{Error, Result};
+use crate::fabric::{Fabric, Queue};
 use crate::heap::Heap;
-use crate::heap::allocator::AllocError;
 use crate::registry::{self, Claim};
 use crate::settings;
 use crate::team::{MAX_TEAMS, SCRATCH_PER_TEAM, Teams};
@@ -30,19 +28,19 @@ pub(crate) struct Inner {
     pub(crate) my_pe: u32,
     pub(crate) n_pes: u32,
     pub(crate) attrs: Attributes,
-    pub(crate) boot: Box<dyn Bootstrap>,
+    pub(crate) boot: Arc<dyn Bootstrap>,
     pub(crate) heap: Heap,
     pub(crate) teams: Teams,
-    /// The CANN-portability profile is on: calls CANN's host API lacks fail.
-    pub(crate) cann_profile: bool,
-    pub(crate) wait_timeout: Option<Duration>,
     /// The default context's completion queue.
-    pub(crate) queue: Box<dyn DynQueue>,
+    pub(crate) queue: Queue,
     /// The queue of the library's own synchronisation traffic.
-    pub(crate) sync_queue: Box<dyn DynQueue>,
+    pub(crate) sync_queue: Queue,
+    /// Device memory registered with the instance: start address and length, by start.
+    pub(crate) devices: Mutex<std::collections::BTreeMap<u64, usize>>,
     state: AtomicU8,
-    // Declared last: dropped after everything that might still use the mappings.
-    pub(crate) transport: Box<dyn DynTransport>,
+    // Declared last: dropped after everything that might still use the mappings. Shared, so
+    // that work on streams (and kernels on simulated cores) can reach it.
+    pub(crate) fabric: Arc<Fabric>,
 }
 
 impl Drop for Inner {
@@ -64,7 +62,7 @@ impl std::fmt::Debug for Inner {
             .field("id", &self.id)
             .field("my_pe", &self.my_pe)
             .field("n_pes", &self.n_pes)
-            .field("backend", &self.transport.profile().name)
+            .field("backend", &self.fabric.profile().name)
             .field("heap_size", &self.heap.size())
             .finish()
     }
@@ -110,6 +108,26 @@ fn boot_to_transport(e: &BootstrapError) -> TransportError {
             detail: format!("PE {pe} called global_exit({status})"),
         },
         other => TransportError::Exchange(other.to_string()),
+    }
+}
+
+/// What every wait of an instance's transport consults: the bootstrap's news of dead peers and
+/// of the job ending, and `SHMEM_TIMEOUT`.
+struct InstanceWatchdog {
+    boot: Arc<dyn Bootstrap>,
+    timeout: Option<Duration>,
+}
+
+impl Watchdog for InstanceWatchdog {
+    fn check(&self, waited: Duration, what: &dyn fmt::Display) -> Result<(), TransportError> {
+        self.boot.check_alive().map_err(|e| boot_to_transport(&e))?;
+        match self.timeout {
+            Some(t) if waited >= t => Err(TransportError::Timeout {
+                what: what.to_string(),
+                seconds: waited.as_secs_f64(),
+            }),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -225,48 +243,45 @@ impl Instance {
     /// `INVALID_PARAM` exactly as CANN's `check_attr`, an id that is already live gives
     /// `INNER_ERROR`, and so does a bootstrap that cannot meet its peers.
     pub fn init(attrs: &Attributes) -> Result<Instance> {
-        crate::log::init();
-        Instance::create(attrs).inspect_err(|e| {
-            tracing::error!(
-                "init of instance {} (PE {} of {}) failed: {e}",
-                attrs.instance_id,
-                attrs.my_pe,
-                attrs.n_pes
-            );
-        })
-    }
-
-    fn create(attrs: &Attributes) -> Result<Instance> {
+        // Every setting is checked before any collective work, so that a PE with a bad one
+        // fails before its peers map its memory.
         attrs.validate()?;
-        raise_descriptor_limit();
         let backend = Backend::choose(attrs.backend)?;
+        let caps = settings::capabilities()?;
+        let timeout = settings::wait_timeout()?;
+        let heap_size = attrs.heap_size();
+        // The heap, then the teams' collective scratch areas (never addressable by users).
+        let size = usize::try_from(heap_size)
+            .ok()
+            .and_then(|h| h.checked_add(MAX_TEAMS * SCRATCH_PER_TEAM))
+            .ok_or_else(|| Error::InvalidValue("the heap does not fit in memory".into()))?;
+        let heap = Heap::new(heap_size).map_err(|e| Error::Memory(e.to_string()))?;
+        raise_descriptor_limit();
         let claim: Claim = registry::claim(attrs.instance_id)?;
         let (my_pe, n_pes) = (attrs.my_pe as u32, attrs.n_pes as u32);
-        let boot = Self::bootstrap(attrs, my_pe, n_pes)?;
-        let heap_size = attrs.heap_size();
-        let heap = Heap::new(heap_size).map_err(|e| Error::Memory(e.to_string()))?;
+        let boot: Arc<dyn Bootstrap> = Self::bootstrap(attrs, my_pe, n_pes)?.into();
         let spec = SegmentSpec {
             my_pe,
             n_pes,
-            // The heap, then the teams' collective scratch areas (never addressable by users).
-            size: usize::try_from(heap_size)
-                .ok()
-                .and_then(|h| h.checked_add(MAX_TEAMS * SCRATCH_PER_TEAM))
-                .ok_or_else(|| Error::InvalidValue("the heap does not fit in memory".into()))?,
+            size,
             label: format!("i{}-pe{}", attrs.instance_id, my_pe),
-            timeout: attrs.op_timeout(),
+            attach_timeout: attrs.op_timeout(),
+            caps,
+            watchdog: Arc::new(InstanceWatchdog {
+                boot: boot.clone(),
+                timeout,
+            }),
         };
-        let transport: Box<dyn DynTransport> = match backend {
-            Backend::Sim => {
-                Box::new(SimTransport::open(&spec, &mut BootExchange(&*boot)).map_err(Error::from)?)
-            }
-            Backend::Hw => {
-                return Err(Error::NotSupported(
-                    "the hw backend (Ascend NPUs) is not part of this build yet; use SHMEM_BACKEND=sim".into(),
-                ));
-            }
-        };
-        let teams = Teams::new(n_pes, my_pe, heap.reserved(), heap_size as usize);
+        // The transport returns once every PE has attached every segment: from then on the
+        // instance is usable everywhere.
+        let fabric = Fabric::open(backend, spec, &mut BootExchange(&*boot))?;
+        let teams = Teams::new(
+            n_pes,
+            my_pe,
+            heap.reserved(),
+            heap_size as usize,
+            fabric.profile().caps.host_mapping,
+        );
         let inner = Arc::new(Inner {
             id: attrs.instance_id,
             my_pe,
@@ -274,16 +289,13 @@ impl Instance {
             attrs: attrs.clone(),
             heap,
             teams,
-            cann_profile: settings::cann_profile()?,
-            wait_timeout: settings::wait_timeout()?,
-            queue: transport.new_queue(),
-            sync_queue: transport.new_queue(),
+            queue: fabric.new_queue(),
+            sync_queue: fabric.new_queue(),
+            devices: Mutex::new(Default::default()),
             state: AtomicU8::new(LIVE),
             boot,
-            transport,
+            fabric: Arc::new(fabric),
         });
-        // Nobody uses the instance before every PE has it.
-        inner.boot.barrier().map_err(init_error)?;
         claim.commit(&inner);
         tracing::debug!(
             instance = attrs.instance_id,
@@ -350,7 +362,7 @@ impl Instance {
     }
 
     /// Whether `attrs.ip_port` is a usable bootstrap address for its instance.
-    pub(crate) fn usable_ip_port(attrs: &Attributes) -> bool {
+    pub fn usable_ip_port(attrs: &Attributes) -> bool {
         let a = Attributes {
             mode: InitMode::Default,
             ..attrs.clone()
@@ -360,7 +372,7 @@ impl Instance {
 
     /// Checks CANN's port selection for a non-zero instance in DEFAULT mode (the range, the
     /// template port), without creating anything.
-    pub(crate) fn check_instance_port(attrs: &Attributes) -> Result<()> {
+    pub fn check_instance_port(attrs: &Attributes) -> Result<()> {
         if attrs.instance_id != 0 && attrs.mode == InitMode::Default {
             Self::bootstrap_url(attrs).map(|_| ())
         } else {
@@ -414,7 +426,14 @@ impl Instance {
 
     /// The name of the transport (`"sim"` or `"hw"`).
     pub fn backend_name(&self) -> &'static str {
-        self.inner.transport.profile().name
+        self.inner.fabric.profile().name
+    }
+
+    /// What the instance's transport can do. Under `SHMEM_PROFILE=cann` these are the CANN
+    /// transport's ([`Capabilities::CANN`]): no remote atomics issued by the host (and so no
+    /// locks), and no host mapping of peers' heaps.
+    pub fn capabilities(&self) -> Capabilities {
+        self.inner.fabric.profile().caps
     }
 
     /// Whether the instance is initialised (not yet finalised).
@@ -422,6 +441,7 @@ impl Instance {
         self.inner.state.load(Ordering::Acquire) == LIVE
     }
 
+    #[inline]
     pub(crate) fn check_live(&self) -> Result<()> {
         if self.is_initialized() {
             Ok(())
@@ -433,6 +453,7 @@ impl Instance {
     }
 
     /// Checks that `pe` is a PE of the instance.
+    #[inline]
     pub(crate) fn check_pe(&self, pe: Pe) -> Result<()> {
         if pe < self.inner.n_pes {
             Ok(())
@@ -444,21 +465,9 @@ impl Instance {
         }
     }
 
-    pub(crate) fn transport(&self) -> &dyn DynTransport {
-        &*self.inner.transport
-    }
-
-    /// Runs `f` with the wait control of this instance: its timeout, and a liveness check that
-    /// fails the wait when a peer dies or the job ends.
-    pub(crate) fn with_wait_ctl<R>(&self, what: &str, f: impl FnOnce(&WaitCtl<'_>) -> R) -> R {
-        let boot = &*self.inner.boot;
-        let liveness = move || boot.check_alive().map_err(|e| boot_to_transport(&e));
-        let ctl = WaitCtl {
-            deadline: self.inner.wait_timeout.map(|t| Instant::now() + t),
-            what,
-            liveness: &liveness,
-        };
-        f(&ctl)
+    #[inline]
+    pub(crate) fn fabric(&self) -> &Fabric {
+        &self.inner.fabric
     }
 
     /// Maps an error from a blocking operation, ending this PE if another PE ended the job.
@@ -467,66 +476,45 @@ impl Instance {
         e
     }
 
-    /// Fails with `NOT_SUPPORTED` under the CANN-portability profile (`SHMEM_PROFILE=cann`):
-    /// for calls that CANN SHMEM's host API does not have, so a program can check on the
-    /// simulator that it will port.
-    pub(crate) fn require_beyond_cann(&self, what: &str) -> Result<()> {
-        self.beyond_cann(what)
-            .inspect_err(|e| tracing::error!("{e}"))
-    }
-
-    /// [`Instance::require_beyond_cann`] without the log, for calls that log their own errors.
-    pub(crate) fn beyond_cann(&self, what: &str) -> Result<()> {
-        if self.inner.cann_profile {
-            Err(Error::NotSupported(format!(
-                "{what}: not part of CANN SHMEM's host API (SHMEM_PROFILE=cann)"
-            )))
-        } else {
+    /// Fails with `NOT_SUPPORTED` when the transport lacks the capability `has` picks from its
+    /// [`Capabilities`] (under `SHMEM_PROFILE=cann`, the CANN transport's).
+    #[inline]
+    pub(crate) fn require(&self, has: fn(&Capabilities) -> bool, what: &str) -> Result<()> {
+        let p = self.inner.fabric.profile();
+        if has(&p.caps) {
             Ok(())
-        }
-    }
-
-    /// Team operations beyond the world team exist on every instance here, but CANN has them
-    /// only on instance 0: refused for other instances under the CANN-portability profile.
-    pub(crate) fn require_teams(&self, what: &str) -> Result<()> {
-        if self.inner.cann_profile && self.inner.id != 0 {
-            Err(Error::NotSupported(format!(
-                "{what} on instance {}: CANN supports teams only on instance 0 (SHMEM_PROFILE=cann)",
-                self.inner.id
-            )))
         } else {
-            Ok(())
+            Err(Error::NotSupported(format!(
+                "{what}: the {} transport{} cannot do this",
+                p.name,
+                if p.caps == p.caps.restrict(Capabilities::CANN) {
+                    " (with the CANN transport's capabilities, SHMEM_PROFILE=cann)"
+                } else {
+                    ""
+                }
+            )))
         }
-    }
-
-    /// Whether the CANN-portability profile is on for this instance.
-    pub fn cann_profile(&self) -> bool {
-        self.inner.cann_profile
     }
 
     /// Completes every operation issued on the default context.
     pub fn quiet(&self) -> Result<()> {
         self.check_live()?;
-        self.transport()
-            .quiet(&*self.inner.queue)
-            .map_err(Error::from)
+        self.fabric().quiet(&self.inner.queue)
     }
 
     /// Orders the puts, atomics and signals issued on the default context before the call ahead
     /// of those issued after it, per target PE.
     pub fn fence(&self) -> Result<()> {
         self.check_live()?;
-        self.transport()
-            .fence(&*self.inner.queue)
-            .map_err(Error::from)
+        self.fabric().fence(&self.inner.queue)
     }
 
     /// Completes this PE's outstanding operations and waits for every PE of the instance
     /// (`barrier_all`).
     pub fn barrier_all(&self) -> Result<()> {
         self.check_live()?;
-        self.transport().quiet(&*self.inner.queue)?;
-        self.world_barrier()
+        self.fabric().quiet(&self.inner.queue)?;
+        self.team_world().sync()
     }
 
     /// Waits for every PE of the instance, without completing outstanding operations
@@ -534,25 +522,14 @@ impl Instance {
     /// that strict mode keeps held non-blocking operations pending across a sync.)
     pub fn sync_all(&self) -> Result<()> {
         self.check_live()?;
-        self.world_barrier()
+        self.team_world().sync()
     }
 
-    pub(crate) fn world_barrier(&self) -> Result<()> {
-        let t = self.transport();
-        self.with_wait_ctl("barrier of the world team", |ctl| {
-            self.inner
-                .teams
-                .world
-                .barrier(t, &*self.inner.sync_queue, ctl)
-        })
-        .map_err(|e| self.fail(e))
-    }
-
-    /// The local address of the start of this PE's symmetric heap.
+    /// The symmetric address of the start of this PE's heap (`aclshmemx_get_heap_base`): on
+    /// the simulator it is also where the host can load and store the heap; on Ascend it is a
+    /// device address.
     pub fn heap_base(&self) -> *mut u8 {
-        self.transport()
-            .segment_ptr(self.inner.my_pe)
-            .map_or(std::ptr::null_mut(), |p| p.as_ptr())
+        self.inner.fabric.segment_base(self.inner.my_pe) as usize as *mut u8
     }
 
     /// The bytes of symmetric heap per PE (`local_mem_size` + 6 MiB).
@@ -560,165 +537,36 @@ impl Instance {
         self.inner.heap.size() as usize
     }
 
-    /// The heap offset of the local address `addr`, if `len` bytes from it lie in the heap.
+    /// The heap offset of the symmetric address `addr`, if `len` bytes from it lie in the heap.
     pub fn offset_of(&self, addr: *const u8, len: usize) -> Option<usize> {
         let off = (addr as usize).checked_sub(self.heap_base() as usize)?;
         (off.checked_add(len)? <= self.heap_size()).then_some(off)
     }
 
-    /// The address at which PE `pe`'s copy of the symmetric object at local address `addr` can
-    /// be loaded and stored, or `None` when `addr` is outside the heap, `pe` is not a PE of the
-    /// instance, or the transport cannot map peers (`aclshmem_ptr`). For `pe == my_pe()` it is
-    /// `addr` itself.
+    /// The symmetric address of PE `pe`'s copy of the object at the symmetric address `addr`
+    /// (CANN's `aclshmem_ptr`, which device code dereferences), or `None` when `addr` is
+    /// outside the heap or `pe` is not a PE of the instance. For `pe == my_pe()` it is `addr`.
+    pub fn peer_addr(&self, addr: *const u8, pe: Pe) -> Option<std::ptr::NonNull<u8>> {
+        if !self.is_initialized() || pe >= self.inner.n_pes {
+            return None;
+        }
+        let off = self.offset_of(addr, 0).filter(|&o| o < self.heap_size())?;
+        let base = self.inner.fabric.segment_base(pe) as usize;
+        std::ptr::NonNull::new((base + off) as *mut u8)
+    }
+
+    /// The address at which this PE's host code can load and store PE `pe`'s copy of the
+    /// symmetric object at `addr` (OpenSHMEM's `shmem_ptr`), or `None` when `addr` is outside
+    /// the heap, `pe` is not a PE of the instance, or the transport does not map peers' heaps
+    /// for the host (on Ascend, and under `SHMEM_PROFILE=cann`).
     pub fn ptr(&self, addr: *const u8, pe: Pe) -> Option<std::ptr::NonNull<u8>> {
         if !self.is_initialized() || pe >= self.inner.n_pes {
             return None;
         }
         let off = self.offset_of(addr, 0).filter(|&o| o < self.heap_size())?;
-        let base = self.transport().segment_ptr(pe)?;
+        let base = self.inner.fabric.host_mapping(pe)?;
         // SAFETY: `off` is inside the heap, which lies inside `pe`'s mapped segment.
         Some(unsafe { base.add(off) })
-    }
-
-    /// Collectively allocates `size` bytes (aligned to `align`, and zeroed if asked) at the
-    /// same offset on every PE. Every PE learns whether every other PE succeeded and whether
-    /// they all asked for the same thing; on any disagreement every PE releases its block and
-    /// reports which PE differed.
-    pub(crate) fn alloc_collective(
-        &self,
-        size: u64,
-        align: Option<u64>,
-        zero: bool,
-    ) -> Result<u64> {
-        self.check_live()?;
-        let local = self.inner.heap.allocate(size, align);
-        if let Ok(off) = &local
-            && zero
-        {
-            self.transport().fill(
-                &*self.inner.sync_queue,
-                self.inner.my_pe,
-                *off as usize,
-                0,
-                size as usize,
-            )?;
-        }
-        let mut msg = [0u8; 24];
-        msg[0] = match &local {
-            Ok(_) => 0,
-            Err(AllocError::Zero | AllocError::NotPowerOfTwo { .. }) => 1,
-            Err(_) => 2,
-        };
-        msg[8..16].copy_from_slice(&local.as_ref().copied().unwrap_or(u64::MAX).to_le_bytes());
-        msg[16..24].copy_from_slice(&size.to_le_bytes());
-        let all = self.inner.boot.allgather(&msg);
-        let undo = |heap: &Heap| {
-            if let Ok(off) = local {
-                let _ = heap.release(off);
-            }
-        };
-        let all = match all {
-            Ok(a) => a,
-            Err(e) => {
-                undo(&self.inner.heap);
-                return Err(self.fail(boot_error(e)));
-            }
-        };
-        if let Err(e) = &local {
-            let err = match e {
-                AllocError::Zero | AllocError::NotPowerOfTwo { .. } => {
-                    Error::InvalidValue(e.to_string())
-                }
-                _ => Error::OutOfMemory {
-                    requested: size,
-                    detail: e.to_string(),
-                },
-            };
-            return Err(err);
-        }
-        for (pe, m) in all.iter().enumerate() {
-            let (status, off, sz) = (
-                m[0],
-                u64::from_le_bytes(m[8..16].try_into().expect("8")),
-                u64::from_le_bytes(m[16..24].try_into().expect("8")),
-            );
-            let problem = if status != 0 {
-                Some(format!("the allocation failed on PE {pe}"))
-            } else if sz != size {
-                Some(format!(
-                    "the allocation is not symmetric: PE {pe} asked for {sz} bytes, this PE for {size}"
-                ))
-            } else if Ok(off) != local {
-                Some(format!(
-                    "PE {pe} placed the block at offset {off:#x}, this PE elsewhere: the PEs' heaps have diverged"
-                ))
-            } else {
-                None
-            };
-            if let Some(detail) = problem {
-                undo(&self.inner.heap);
-                return Err(Error::OutOfMemory {
-                    requested: size,
-                    detail,
-                });
-            }
-        }
-        Ok(local.expect("checked"))
-    }
-
-    /// Collectively moves the block at `off` (of `old` bytes) to a new block of `new` bytes,
-    /// copying this PE's contents up to the smaller size, and frees the old block. On failure
-    /// the old block is unchanged.
-    pub(crate) fn realloc_collective(
-        &self,
-        off: u64,
-        old: u64,
-        new: u64,
-        align: usize,
-    ) -> Result<u64> {
-        let align = (align > 16).then_some(align as u64);
-        let to = self.alloc_collective(new, align, false)?;
-        let keep = old.min(new) as usize;
-        let mut data = vec![0u8; keep];
-        let q = &*self.inner.sync_queue;
-        let copy = self
-            .transport()
-            .get(q, self.inner.my_pe, off as usize, &mut data)
-            .and_then(|()| {
-                self.transport()
-                    .put(q, self.inner.my_pe, to as usize, &data)
-            });
-        if let Err(e) = copy {
-            let _ = self.free_collective(to);
-            return Err(e.into());
-        }
-        self.free_collective(off)?;
-        Ok(to)
-    }
-
-    /// Collectively releases the block at heap offset `off`.
-    pub(crate) fn free_collective(&self, off: u64) -> Result<()> {
-        self.check_live()?;
-        let all = self
-            .inner
-            .boot
-            .allgather(&off.to_le_bytes())
-            .map_err(|e| self.fail(boot_error(e)))?;
-        if let Some((pe, other)) = all
-            .iter()
-            .enumerate()
-            .map(|(pe, m)| (pe, u64::from_le_bytes(m[..8].try_into().expect("8"))))
-            .find(|(_, o)| *o != off)
-        {
-            return Err(Error::InvalidParam(format!(
-                "free is not symmetric: PE {pe} frees offset {other:#x}, this PE {off:#x}; nothing was freed"
-            )));
-        }
-        self.inner
-            .heap
-            .release(off)
-            .map(|_| ())
-            .map_err(|e| Error::InvalidParam(e.to_string()))
     }
 
     /// Ends the instance. Collective over its PEs: completes outstanding operations, waits for
@@ -735,17 +583,11 @@ impl Instance {
             return Ok(());
         }
         let r = (|| {
-            self.transport().quiet(&*self.inner.queue)?;
+            self.fabric().quiet(&self.inner.queue)?;
             self.inner.boot.finalize().map_err(boot_error)
         })();
         registry::release(self.inner.id);
-        r.inspect_err(|e| {
-            tracing::error!(
-                "finalize of instance {} on PE {}: {e}",
-                self.inner.id,
-                self.inner.my_pe
-            )
-        })
+        r
     }
 
     /// Ends the whole job with `status`: every PE of this instance is told to exit with it (and
@@ -776,13 +618,29 @@ impl Instance {
     pub fn live_ids() -> Vec<u64> {
         registry::live_ids()
     }
+
+    /// Where instance id `id` stands in this process.
+    pub fn id_state(id: u64) -> IdState {
+        if registry::lookup(id).is_some() {
+            IdState::Live
+        } else if registry::is_creating(id) {
+            IdState::Initializing
+        } else {
+            IdState::Free
+        }
+    }
 }
 
-// `SimTransport` is the default transport; keep the static trait in view for readers.
-const _: fn() = || {
-    fn is_transport<T: Transport>() {}
-    is_transport::<SimTransport>();
-};
+/// Where an instance id stands in a process ([`Instance::id_state`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IdState {
+    /// No instance has the id.
+    Free,
+    /// `init` of the id is running.
+    Initializing,
+    /// The instance with the id is initialised.
+    Live,
+}
 
 /// The levels of thread support (`SHMEM_THREAD_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

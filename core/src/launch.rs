@@ -143,8 +143,6 @@ impl Attributes {
 impl Instance {
     /// Initialises instance 0 from the launcher's environment ([`Attributes::from_env`]).
     pub fn from_env() -> Result<Instance> {
-        crate::log::init();
-        let attrs = Attributes::from_env().inspect_err(|e| tracing::error!("{e}"))?;
-        Instance::init(&attrs)
+        Instance::init(&Attributes::from_env()?)
     }
 }

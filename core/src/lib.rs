@@ -26,16 +26,16 @@
 mod amo;
 mod attr;
 pub(crate) mod bootstrap;
-pub mod cann;
 mod coll;
 mod ctx;
+mod diag;
 mod error;
+mod fabric;
 pub(crate) mod heap;
 mod info;
 mod instance;
 mod launch;
 mod lock;
-mod log;
 pub mod mpi;
 mod p2p;
 mod registry;
@@ -53,14 +53,15 @@ pub use attr::{
 pub use coll::{Complex32, Complex64, ReduceOp, Reducible};
 pub use ctx::{Context, CtxOptions, CtxRef};
 pub use error::{Code, Error, Result};
+pub use fabric::Stream;
 pub use info::{
     MAJOR_VERSION, MAX_NAME_LEN, MINOR_VERSION, VENDOR_STRING, info_get_name, info_get_version,
     pcontrol, pcontrol_level,
 };
-pub use instance::{Instance, ThreadLevel};
+pub use instance::{IdState, Instance, ThreadLevel};
 pub use lock::LockGuard;
-pub use rma::NbiScope;
-pub use shmem_backend::{Cmp, Pe, Scalar, SignalOp};
+pub use rma::{DeviceRange, NbiScope};
+pub use shmem_backend::{Capabilities, Cmp, Pe, Scalar, SignalOp};
 pub use signal::SignalWord;
 pub use sym::{SymBuf, SymElem, SymSlice};
 pub use team::{MAX_TEAMS, Team, TeamConfig};

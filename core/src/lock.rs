@@ -60,8 +60,9 @@
 //! - A `set_lock` that times out (`SHMEM_TIMEOUT`) stays queued: calling `set_lock` (or
 //!   `test_lock`) again resumes waiting for the hand-over instead of queueing a second time.
 //!   Other failures in the middle of the protocol (a peer that died) leave the lock unusable.
-//! - Locks need remote atomics, which CANN's host API lacks: under the CANN-portability
-//!   profile (`SHMEM_PROFILE=cann`) every call fails with `NOT_SUPPORTED`.
+//! - Locks need remote atomics issued by the host, which CANN's host API lacks: on a transport
+//!   without them (the hardware one, and the simulator under `SHMEM_PROFILE=cann`) every call
+//!   fails with `NOT_SUPPORTED`.
 //!
 //! ```no_run
 //! # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
@@ -83,7 +84,6 @@ use shmem_backend::{AmoOp, Pe, Watch, Width};
 
 use crate::error::{Error, Result};
 use crate::instance::Inner;
-use crate::rma::logged;
 use crate::sym::SymElem;
 
 const _: () = assert!(
@@ -150,7 +150,10 @@ impl Drop for LockGuard<'_> {
         if !self.cleared
             && let Err(e) = Lock::new(&self.elem).and_then(|l| l.clear())
         {
-            tracing::error!("clear_lock (dropping a LockGuard): {e}");
+            crate::diag::warn(format_args!(
+                "clear_lock of the lock at heap offset {:#x}, when its guard was dropped, failed: {e}",
+                self.elem.offset
+            ));
         }
     }
 }
@@ -200,21 +203,27 @@ impl<'e, 'a> Lock<'e, 'a> {
     /// A 32-bit atomic on half `half` of the word on `pe`; returns the previous value.
     fn amo(&self, pe: Pe, half: usize, op: AmoOp) -> Result<u64> {
         let inst = self.inst();
-        Ok(inst.transport().atomic(
-            &*inst.inner.sync_queue,
-            pe,
-            self.elem.offset + half,
-            Width::W32,
-            op,
-        )?)
+        // SAFETY: `new` checked the 8-byte word is aligned and inside the heap, and `pe` is
+        // this PE or the lock's home, PE 0.
+        unsafe {
+            inst.fabric().atomic(
+                &inst.inner.sync_queue,
+                pe,
+                self.elem.offset + half,
+                Width::W32,
+                op,
+            )
+        }
     }
 
     /// This PE's node, loaded.
     fn node(&self) -> Result<u64> {
-        Ok(self
-            .inst()
-            .transport()
-            .load(self.elem.offset + NODE, Width::W32)?)
+        // SAFETY: as in `amo`.
+        unsafe {
+            self.inst()
+                .fabric()
+                .load(self.elem.offset + NODE, Width::W32)
+        }
     }
 
     /// The PE a tail or `next` value names.
@@ -235,30 +244,18 @@ impl<'e, 'a> Lock<'e, 'a> {
     /// Waits until this PE's node satisfies `done`; returns the node.
     fn wait_node(&self, what: &str, done: impl Fn(u64) -> bool) -> Result<u64> {
         let inst = self.inst();
-        let t = inst.transport();
         let off = self.elem.offset + NODE;
         let mut seen = 0;
-        let mut failed = None;
-        let r = inst.with_wait_ctl(what, |ctl| {
-            t.wait_local(
+        inst.fabric()
+            .wait_local(
                 Watch::word(off, Width::W32),
-                &mut || match t.load(off, Width::W32) {
-                    Ok(v) => {
-                        seen = v;
-                        done(v)
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        true
-                    }
+                &format_args!("{what} (the lock at heap offset {:#x})", self.elem.offset),
+                &mut || {
+                    seen = self.node()?;
+                    Ok(done(seen))
                 },
-                ctl,
             )
-        });
-        if let Some(e) = failed {
-            return Err(inst.fail(e.into()));
-        }
-        r.map_err(|e| inst.fail(e.into()))?;
+            .map_err(|e| inst.fail(e))?;
         Ok(seen)
     }
 
@@ -452,25 +449,35 @@ impl<'a> SymElem<'a, i64> {
     /// tail, and sleeps on its own node until the predecessor grants the lock. Every PE's copy
     /// must be 0 before first use. Calling it again after it timed out resumes the wait; while
     /// this PE holds the lock, or another of its threads is acquiring it, it fails with
-    /// `INVALID_PARAM`. Fails with `NOT_SUPPORTED` under the CANN-portability profile.
+    /// `INVALID_PARAM`. Fails with `NOT_SUPPORTED` on a transport without remote atomics
+    /// issued by the host (the hardware one, and the simulator under `SHMEM_PROFILE=cann`).
     pub fn set_lock(&self) -> Result<()> {
-        self.ctx.inst.require_beyond_cann("distributed locks")?;
-        logged("set_lock", Lock::new(self).and_then(|l| l.set()))
+        self.ctx.inst.require(
+            |c| c.host_atomics,
+            "distributed locks (built on remote atomics)",
+        )?;
+        Lock::new(self).and_then(|l| l.set())
     }
 
     /// Acquires the lock if it is free, without waiting: true when this call acquired it
     /// (OpenSHMEM's `shmem_test_lock` returning 0), false when it is held or queued for.
     pub fn test_lock(&self) -> Result<bool> {
-        self.ctx.inst.require_beyond_cann("distributed locks")?;
-        logged("test_lock", Lock::new(self).and_then(|l| l.test()))
+        self.ctx.inst.require(
+            |c| c.host_atomics,
+            "distributed locks (built on remote atomics)",
+        )?;
+        Lock::new(self).and_then(|l| l.test())
     }
 
     /// Releases the lock, after completing the operations issued on this element's context
     /// (and on the default context) (`shmem_clear_lock`); hands it to the next PE queued, if
     /// any.
     pub fn clear_lock(&self) -> Result<()> {
-        self.ctx.inst.require_beyond_cann("distributed locks")?;
-        logged("clear_lock", Lock::new(self).and_then(|l| l.clear()))
+        self.ctx.inst.require(
+            |c| c.host_atomics,
+            "distributed locks (built on remote atomics)",
+        )?;
+        Lock::new(self).and_then(|l| l.clear())
     }
 
     /// Acquires the lock as [`SymElem::set_lock`] does, and returns a guard that clears it when

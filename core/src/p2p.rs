@@ -37,8 +37,7 @@
 //!
 //! The `test` forms evaluate the same condition once, without waiting.
 //!
-//! CANN's host API has all of these but the non-vector `test_all`, which therefore fails with
-//! `NOT_SUPPORTED` under the CANN-portability profile (`SHMEM_PROFILE=cann`).
+//! CANN's host API has all of these but the non-vector `test_all`.
 //!
 //! ```no_run
 //! # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
@@ -66,7 +65,6 @@ use shmem_backend::{Cmp, Scalar, ScalarKind, Watch};
 
 use crate::ctx::CtxRef;
 use crate::error::{Error, Result};
-use crate::rma::logged;
 use crate::sym::{SymElem, SymSlice};
 
 /// What the elements compare with: one value for all, or one per element.
@@ -109,6 +107,15 @@ fn show(kind: ScalarKind, bits: u64) -> String {
         ScalarKind::U64 => bits.to_string(),
         ScalarKind::F32 => f32::from_bits(bits as u32).to_string(),
         ScalarKind::F64 => f64::from_bits(bits).to_string(),
+    }
+}
+
+/// A wait set's description, formatted only when a message needs it.
+struct Describe<'s, 'v, 'a, T>(&'s WaitSet<'v, 'a, T>, &'s str);
+
+impl<T: Scalar + Pod> std::fmt::Display for Describe<'_, '_, '_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.describe(self.1, f)
     }
 }
 
@@ -187,6 +194,11 @@ impl<'v, 'a, T: Scalar + Pod> WaitSet<'v, 'a, T> {
             .checked_mul(size)
             .ok_or_else(|| Error::InvalidParam(format!("{len} elements overflow")))?;
         ctx.inst.check_heap_range(offset, bytes)?;
+        if !offset.is_multiple_of(size) {
+            return Err(Error::Misaligned(format!(
+                "heap offset {offset:#x} is not aligned to the {size}-byte elements of a wait"
+            )));
+        }
         Ok(WaitSet {
             ctx,
             offset,
@@ -208,7 +220,8 @@ impl<'v, 'a, T: Scalar + Pod> WaitSet<'v, 'a, T> {
     /// The current bits of element `i`.
     fn load(&self, i: usize) -> Result<u64> {
         let off = self.offset + i * std::mem::size_of::<T>();
-        Ok(self.ctx.inst.transport().load(off, T::KIND.width())?)
+        // SAFETY: `new` checked that the elements are aligned words inside the heap.
+        unsafe { self.ctx.inst.fabric().load(off, T::KIND.width()) }
     }
 
     /// Whether element `i` satisfies the condition now (whatever its status).
@@ -218,57 +231,41 @@ impl<'v, 'a, T: Scalar + Pod> WaitSet<'v, 'a, T> {
     }
 
     /// What a wait is for, for its timeout message.
-    fn describe(&self, what: &str) -> String {
+    fn describe(&self, what: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ty = std::any::type_name::<T>();
-        let subject = if self.len == 1 && self.status.is_none() {
-            format!("the {ty} at heap offset {:#x}", self.offset)
+        write!(f, "{what}: ")?;
+        if self.len == 1 && self.status.is_none() {
+            write!(f, "the {ty} at heap offset {:#x}", self.offset)?;
         } else {
             let excluded = (0..self.len).filter(|&i| !self.included(i)).count();
-            let mask = if excluded == 0 {
-                String::new()
-            } else {
-                format!(", {excluded} excluded by status")
-            };
-            format!(
-                "{} {ty} elements at heap offset {:#x}{mask},",
+            write!(
+                f,
+                "{} {ty} elements at heap offset {:#x}",
                 self.len, self.offset
-            )
-        };
-        let rhs = match self.rhs {
-            Rhs::One(v) => show(T::KIND, v.to_bits()),
-            Rhs::Each(_) => "their cmp_values".to_string(),
-        };
-        format!("{what}: {subject} to be {} {rhs}", symbol(self.cmp))
+            )?;
+            if excluded > 0 {
+                write!(f, ", {excluded} excluded by status")?;
+            }
+            f.write_str(",")?;
+        }
+        write!(f, " to be {} ", symbol(self.cmp))?;
+        match self.rhs {
+            Rhs::One(v) => f.write_str(&show(T::KIND, v.to_bits())),
+            Rhs::Each(_) => f.write_str("their cmp_values"),
+        }
     }
 
     /// Blocks until `pred` holds: a local wait on the set's bytes. An error from `pred` ends the
     /// wait with that error.
     fn block(&self, what: &str, mut pred: impl FnMut() -> Result<bool>) -> Result<()> {
         let inst = self.ctx.inst;
-        let t = inst.transport();
         let watch = Watch {
             offset: self.offset,
             len: self.len * std::mem::size_of::<T>(),
         };
-        let mut failed = None;
-        let desc = self.describe(what);
-        let r = inst.with_wait_ctl(&desc, |ctl| {
-            t.wait_local(
-                watch,
-                &mut || match pred() {
-                    Ok(done) => done,
-                    Err(e) => {
-                        failed = Some(e);
-                        true
-                    }
-                },
-                ctl,
-            )
-        });
-        if let Some(e) = failed {
-            return Err(inst.fail(e));
-        }
-        r.map_err(|e| inst.fail(e.into()))
+        inst.fabric()
+            .wait_local(watch, &Describe(self, what), &mut pred)
+            .map_err(|e| inst.fail(e))
     }
 
     /// Advances `*from` past every element that is excluded or satisfies the condition; true
@@ -411,18 +408,13 @@ impl<'a, T: Scalar + Pod> SymElem<'a, T> {
     /// Waits until this PE's copy of the element compares to `value` with `cmp`, and returns
     /// the value that satisfied it (`shmem_<T>_wait_until`, `aclshmem_<T>_wait_until`).
     pub fn wait_until(&self, cmp: Cmp, value: T) -> Result<T> {
-        logged(
-            "wait_until",
-            (|| {
-                let set = self.set(cmp, value)?;
-                let mut seen = 0;
-                set.block("wait_until", || {
-                    seen = set.load(0)?;
-                    Ok(T::KIND.compare(cmp, seen, value.to_bits()))
-                })?;
-                Ok(T::from_bits(seen))
-            })(),
-        )
+        let set = self.set(cmp, value)?;
+        let mut seen = 0;
+        set.block("wait_until", || {
+            seen = set.load(0)?;
+            Ok(T::KIND.compare(cmp, seen, value.to_bits()))
+        })?;
+        Ok(T::from_bits(seen))
     }
 
     /// Waits until this PE's copy of the element differs from `value`, and returns the value
@@ -435,7 +427,7 @@ impl<'a, T: Scalar + Pod> SymElem<'a, T> {
     /// Whether this PE's copy of the element compares to `value` with `cmp` now
     /// (`shmem_<T>_test`, `aclshmem_<T>_test`).
     pub fn test(&self, cmp: Cmp, value: T) -> Result<bool> {
-        logged("test", self.set(cmp, value).and_then(|s| s.holds(0)))
+        self.set(cmp, value).and_then(|s| s.holds(0))
     }
 }
 
@@ -454,11 +446,8 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
     /// (`shmem_<T>_wait_until_all`, `aclshmem_<T>_wait_until_all`).
     pub fn wait_until_all(&self, status: Option<&[i32]>, cmp: Cmp, value: T) -> Result<()> {
         const WHAT: &str = "wait_until_all";
-        logged(
-            WHAT,
-            self.set(status, cmp, Rhs::One(value), None)
-                .and_then(|s| s.wait_all(WHAT)),
-        )
+        self.set(status, cmp, Rhs::One(value), None)
+            .and_then(|s| s.wait_all(WHAT))
     }
 
     /// Waits until some element not excluded by `status` compares to `value` with `cmp`, and
@@ -471,11 +460,8 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
         value: T,
     ) -> Result<Option<usize>> {
         const WHAT: &str = "wait_until_any";
-        logged(
-            WHAT,
-            self.set(status, cmp, Rhs::One(value), None)
-                .and_then(|s| s.wait_any(WHAT)),
-        )
+        self.set(status, cmp, Rhs::One(value), None)
+            .and_then(|s| s.wait_any(WHAT))
     }
 
     /// Waits until at least one element not excluded by `status` compares to `value` with
@@ -490,11 +476,8 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
         value: T,
     ) -> Result<usize> {
         const WHAT: &str = "wait_until_some";
-        logged(
-            WHAT,
-            self.set(status, cmp, Rhs::One(value), Some(indices.len()))
-                .and_then(|s| s.wait_some(WHAT, indices)),
-        )
+        self.set(status, cmp, Rhs::One(value), Some(indices.len()))
+            .and_then(|s| s.wait_some(WHAT, indices))
     }
 
     /// [`SymSlice::wait_until_all`], comparing element `i` with `cmp_values[i]`
@@ -506,11 +489,8 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
         cmp_values: &[T],
     ) -> Result<()> {
         const WHAT: &str = "wait_until_all_vector";
-        logged(
-            WHAT,
-            self.set(status, cmp, Rhs::Each(cmp_values), None)
-                .and_then(|s| s.wait_all(WHAT)),
-        )
+        self.set(status, cmp, Rhs::Each(cmp_values), None)
+            .and_then(|s| s.wait_all(WHAT))
     }
 
     /// [`SymSlice::wait_until_any`], comparing element `i` with `cmp_values[i]`
@@ -522,11 +502,8 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
         cmp_values: &[T],
     ) -> Result<Option<usize>> {
         const WHAT: &str = "wait_until_any_vector";
-        logged(
-            WHAT,
-            self.set(status, cmp, Rhs::Each(cmp_values), None)
-                .and_then(|s| s.wait_any(WHAT)),
-        )
+        self.set(status, cmp, Rhs::Each(cmp_values), None)
+            .and_then(|s| s.wait_any(WHAT))
     }
 
     /// [`SymSlice::wait_until_some`], comparing element `i` with `cmp_values[i]`
@@ -539,40 +516,21 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
         cmp_values: &[T],
     ) -> Result<usize> {
         const WHAT: &str = "wait_until_some_vector";
-        logged(
-            WHAT,
-            self.set(status, cmp, Rhs::Each(cmp_values), Some(indices.len()))
-                .and_then(|s| s.wait_some(WHAT, indices)),
-        )
+        self.set(status, cmp, Rhs::Each(cmp_values), Some(indices.len()))
+            .and_then(|s| s.wait_some(WHAT, indices))
     }
 
     /// Whether every element not excluded by `status` compares to `value` with `cmp` now; true
-    /// when none is included (`shmem_<T>_test_all`). CANN's host API has only the vector form,
-    /// so this fails with `NOT_SUPPORTED` under the CANN-portability profile.
+    /// when none is included (`shmem_<T>_test_all`; CANN's host API has only the vector form).
     pub fn test_all(&self, status: Option<&[i32]>, cmp: Cmp, value: T) -> Result<bool> {
-        logged(
-            "test_all",
-            (|| {
-                if self.ctx.inst.cann_profile() {
-                    return Err(Error::NotSupported(
-                        "test_all: CANN SHMEM's host API has only test_all_vector \
-                         (SHMEM_PROFILE=cann)"
-                            .into(),
-                    ));
-                }
-                self.set(status, cmp, Rhs::One(value), None)?.test_all()
-            })(),
-        )
+        self.set(status, cmp, Rhs::One(value), None)?.test_all()
     }
 
     /// Some element not excluded by `status` that compares to `value` with `cmp` now, if there
     /// is one (`shmem_<T>_test_any`, which returns `SIZE_MAX` for `None`).
     pub fn test_any(&self, status: Option<&[i32]>, cmp: Cmp, value: T) -> Result<Option<usize>> {
-        logged(
-            "test_any",
-            self.set(status, cmp, Rhs::One(value), None)
-                .and_then(|s| s.test_any()),
-        )
+        self.set(status, cmp, Rhs::One(value), None)
+            .and_then(|s| s.test_any())
     }
 
     /// Writes the indices of the elements not excluded by `status` that compare to `value` with
@@ -585,11 +543,8 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
         cmp: Cmp,
         value: T,
     ) -> Result<usize> {
-        logged(
-            "test_some",
-            self.set(status, cmp, Rhs::One(value), Some(indices.len()))
-                .and_then(|s| s.test_some(indices)),
-        )
+        self.set(status, cmp, Rhs::One(value), Some(indices.len()))
+            .and_then(|s| s.test_some(indices))
     }
 
     /// [`SymSlice::test_all`], comparing element `i` with `cmp_values[i]`
@@ -600,11 +555,8 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
         cmp: Cmp,
         cmp_values: &[T],
     ) -> Result<bool> {
-        logged(
-            "test_all_vector",
-            self.set(status, cmp, Rhs::Each(cmp_values), None)
-                .and_then(|s| s.test_all()),
-        )
+        self.set(status, cmp, Rhs::Each(cmp_values), None)
+            .and_then(|s| s.test_all())
     }
 
     /// [`SymSlice::test_any`], comparing element `i` with `cmp_values[i]`
@@ -615,11 +567,8 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
         cmp: Cmp,
         cmp_values: &[T],
     ) -> Result<Option<usize>> {
-        logged(
-            "test_any_vector",
-            self.set(status, cmp, Rhs::Each(cmp_values), None)
-                .and_then(|s| s.test_any()),
-        )
+        self.set(status, cmp, Rhs::Each(cmp_values), None)
+            .and_then(|s| s.test_any())
     }
 
     /// [`SymSlice::test_some`], comparing element `i` with `cmp_values[i]`
@@ -631,11 +580,8 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
         cmp: Cmp,
         cmp_values: &[T],
     ) -> Result<usize> {
-        logged(
-            "test_some_vector",
-            self.set(status, cmp, Rhs::Each(cmp_values), Some(indices.len()))
-                .and_then(|s| s.test_some(indices)),
-        )
+        self.set(status, cmp, Rhs::Each(cmp_values), Some(indices.len()))
+            .and_then(|s| s.test_some(indices))
     }
 }
 

@@ -1,15 +1,18 @@
 //! Remote memory access: put, get, their strided and scalar forms, and the non-blocking forms
 //! inside a scope that completes them.
 //!
-//! Every operation is issued on a context ([`CtxRef`]): views carry theirs, and the byte-level
-//! calls of [`Instance`] use the default context. Every access is checked: the PE must belong
-//! to the instance (or the context's team) and the bytes must lie inside the symmetric heap;
-//! otherwise the call fails and nothing is written.
+//! Every operation is issued on a context ([`CtxRef`]): views carry theirs. The local side of
+//! an operation is host memory (`&[T]`), this PE's own copy of a symmetric view (CANN's
+//! symmetric source and destination addresses: [`SymSlice::put_from`], [`SymSlice::get_into`]),
+//! or registered device memory ([`SymSlice::put_from_device`]). Every access is checked here,
+//! once: the PE must belong to the instance (or the context's team), the remote bytes must lie
+//! inside the symmetric heap, and a local view or device range inside the heap or a
+//! registration; otherwise the call fails and nothing is written.
 
 use std::marker::PhantomData;
 
 use bytemuck::Pod;
-use shmem_backend::{Pe, Strided};
+use shmem_backend::{Local, LocalMut, Pe, Strided};
 
 use crate::ctx::{Context, CtxRef};
 use crate::error::{Error, Result};
@@ -26,12 +29,19 @@ fn same_len(what: &str, local: usize, sym: usize) -> Result<()> {
     }
 }
 
-pub(crate) fn logged<T>(what: &str, r: Result<T>) -> Result<T> {
-    r.inspect_err(|e| tracing::error!("{what}: {e}"))
+/// A range of device memory registered with an instance ([`Instance::register_device`]): the
+/// local side of a put or get from or to device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceRange {
+    /// The device address of the first byte.
+    pub addr: u64,
+    /// The number of bytes.
+    pub len: usize,
 }
 
 impl Instance {
     /// Checks that `len` bytes at heap offset `offset` lie inside the symmetric heap.
+    #[inline]
     pub(crate) fn check_heap_range(&self, offset: usize, len: usize) -> Result<()> {
         match offset.checked_add(len) {
             Some(end) if end <= self.heap_size() => Ok(()),
@@ -58,74 +68,86 @@ impl Instance {
         }
     }
 
-    /// Copies `src` to heap offset `dst` on `pe` (`aclshmem_putmem`), on the default context.
-    pub fn put_bytes(&self, dst: usize, src: &[u8], pe: Pe) -> Result<()> {
-        self.default_ctx().put_bytes(dst, src, pe)
+    /// Checks the local side of an access: a range of this PE's heap, or of registered device
+    /// memory (host memory needs no check).
+    #[inline]
+    fn check_local(
+        &self,
+        offset_len: Option<(usize, usize)>,
+        device: Option<DeviceRange>,
+    ) -> Result<()> {
+        if let Some((offset, len)) = offset_len {
+            self.check_heap_range(offset, len)?;
+        }
+        if let Some(d) = device {
+            self.check_device(d)?;
+        }
+        Ok(())
     }
 
-    /// Copies `dst.len()` bytes from heap offset `src` on `pe` into `dst` (`aclshmem_getmem`).
-    pub fn get_bytes(&self, src: usize, dst: &mut [u8], pe: Pe) -> Result<()> {
-        self.default_ctx().get_bytes(src, dst, pe)
+    /// Checks that `d` lies inside device memory registered with this instance.
+    fn check_device(&self, d: DeviceRange) -> Result<()> {
+        self.require(|c| c.device_memory, "device memory")?;
+        let devices = self.inner.devices.lock().unwrap_or_else(|p| p.into_inner());
+        let inside = devices
+            .range(..=d.addr)
+            .next_back()
+            .is_some_and(|(&start, &len)| {
+                d.addr
+                    .checked_add(d.len as u64)
+                    .is_some_and(|end| end <= start + len as u64)
+            });
+        if inside {
+            Ok(())
+        } else {
+            Err(Error::OutOfBounds(format!(
+                "{} bytes of device memory at {:#x} are not inside a range registered with instance {}",
+                d.len,
+                d.addr,
+                self.id()
+            )))
+        }
     }
 
-    /// Non-blocking [`Instance::put_bytes`] on the default context.
+    /// Registers `len` bytes of device memory at device address `addr` with the instance, so
+    /// that puts and gets may use them as their local side ([`SymSlice::put_from_device`]).
     ///
     /// # Safety
     ///
-    /// `src..src+len` must stay readable (and unchanged, if its current contents are to be
-    /// delivered) until the next [`Instance::quiet`] (or barrier) returns.
-    pub unsafe fn put_bytes_nbi(
-        &self,
-        dst: usize,
-        src: *const u8,
-        len: usize,
-        pe: Pe,
-    ) -> Result<()> {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { self.default_ctx().put_bytes_nbi(dst, src, len, pe) }
+    /// Until [`Instance::deregister_device`] (or the instance's end), the range stays valid
+    /// device memory (on the simulator: memory of this process) that the library may read and
+    /// write whenever an operation uses it.
+    pub unsafe fn register_device(&self, addr: u64, len: usize) -> Result<DeviceRange> {
+        self.check_live()?;
+        self.require(|c| c.device_memory, "device memory")?;
+        if len == 0 || addr.checked_add(len as u64).is_none() {
+            return Err(Error::InvalidParam(format!(
+                "device range of {len} bytes at {addr:#x} is empty or wraps around"
+            )));
+        }
+        let mut devices = self.inner.devices.lock().unwrap_or_else(|p| p.into_inner());
+        let end = addr + len as u64;
+        let overlaps = devices
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&s, &l)| s + l as u64 > addr);
+        if overlaps {
+            return Err(Error::InvalidParam(format!(
+                "device range of {len} bytes at {addr:#x} overlaps one already registered"
+            )));
+        }
+        self.fabric().register_device(addr, len)?;
+        devices.insert(addr, len);
+        Ok(DeviceRange { addr, len })
     }
 
-    /// Non-blocking [`Instance::get_bytes`] on the default context.
-    ///
-    /// # Safety
-    ///
-    /// `dst..dst+len` must stay writable, and not be accessed, until the next
-    /// [`Instance::quiet`] (or barrier) returns.
-    pub unsafe fn get_bytes_nbi(&self, src: usize, dst: *mut u8, len: usize, pe: Pe) -> Result<()> {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { self.default_ctx().get_bytes_nbi(src, dst, len, pe) }
-    }
-
-    /// Strided put on the default context; see [`CtxRef::iput_bytes`].
-    #[allow(clippy::too_many_arguments)] // the shape of the C routine it serves
-    pub fn iput_bytes(
-        &self,
-        dst: usize,
-        dst_stride: isize,
-        src: &[u8],
-        src_stride: isize,
-        elem: usize,
-        nelems: usize,
-        pe: Pe,
-    ) -> Result<()> {
-        self.default_ctx()
-            .iput_bytes(dst, dst_stride, src, src_stride, elem, nelems, pe)
-    }
-
-    /// Strided get on the default context; see [`CtxRef::iget_bytes`].
-    #[allow(clippy::too_many_arguments)] // the shape of the C routine it serves
-    pub fn iget_bytes(
-        &self,
-        src: usize,
-        src_stride: isize,
-        dst: &mut [u8],
-        dst_stride: isize,
-        elem: usize,
-        nelems: usize,
-        pe: Pe,
-    ) -> Result<()> {
-        self.default_ctx()
-            .iget_bytes(src, src_stride, dst, dst_stride, elem, nelems, pe)
+    /// Forgets the device range registered at `addr`.
+    pub fn deregister_device(&self, addr: u64) -> Result<()> {
+        let mut devices = self.inner.devices.lock().unwrap_or_else(|p| p.into_inner());
+        let len = devices.remove(&addr).ok_or_else(|| {
+            Error::InvalidParam(format!("no device range is registered at {addr:#x}"))
+        })?;
+        self.fabric().deregister_device(addr, len)
     }
 
     /// Runs `f` with a scope for non-blocking operations on the default context; see
@@ -149,170 +171,89 @@ impl Instance {
 }
 
 impl<'a> CtxRef<'a> {
-    /// Copies `src` to heap offset `dst` on `pe`.
-    pub fn put_bytes(&self, dst: usize, src: &[u8], pe: Pe) -> Result<()> {
-        logged(
-            "putmem",
-            (|| {
-                let pe = self.target(pe)?;
-                self.inst.check_heap_range(dst, src.len())?;
-                Ok(self.inst.transport().put(self.queue(), pe, dst, src)?)
-            })(),
-        )
-    }
-
-    /// Copies `dst.len()` bytes from heap offset `src` on `pe` into `dst`.
-    pub fn get_bytes(&self, src: usize, dst: &mut [u8], pe: Pe) -> Result<()> {
-        logged(
-            "getmem",
-            (|| {
-                let pe = self.target(pe)?;
-                self.inst.check_heap_range(src, dst.len())?;
-                Ok(self.inst.transport().get(self.queue(), pe, src, dst)?)
-            })(),
-        )
-    }
-
-    /// Non-blocking [`CtxRef::put_bytes`].
+    /// Puts `src` at heap offset `dst` of `pe` (in the context's numbering).
     ///
     /// # Safety
     ///
-    /// `src..src+len` must stay readable (and unchanged, if its current contents are to be
-    /// delivered) until the next quiet of this context returns.
-    pub unsafe fn put_bytes_nbi(
-        &self,
-        dst: usize,
-        src: *const u8,
-        len: usize,
-        pe: Pe,
-    ) -> Result<()> {
-        logged(
-            "putmem_nbi",
-            (|| {
-                let pe = self.target(pe)?;
-                self.inst.check_heap_range(dst, len)?;
-                // SAFETY: forwarded from this function's contract.
-                Ok(unsafe {
-                    self.inst
-                        .transport()
-                        .put_nbi(self.queue(), pe, dst, src, len)
-                }?)
-            })(),
-        )
+    /// For `nbi`, a host source stays readable, and unchanged if its contents are to be
+    /// delivered, until the next quiet of this context.
+    #[inline]
+    unsafe fn put_at(&self, dst: usize, src: Local<'_>, pe: Pe, nbi: bool) -> Result<()> {
+        let pe = self.target(pe)?;
+        self.inst.check_heap_range(dst, src.len())?;
+        match src {
+            Local::Host(_) => {}
+            Local::Segment { offset, len } => self.inst.check_local(Some((offset, len)), None)?,
+            Local::Device { addr, len } => self
+                .inst
+                .check_local(None, Some(DeviceRange { addr, len }))?,
+        }
+        let f = self.inst.fabric();
+        // SAFETY: the PE, the remote range and the local side were checked above; the queue is
+        // this instance's; a host source's lifetime for `nbi` is the caller's contract.
+        unsafe {
+            if nbi {
+                f.put_nbi(self.queue(), pe, dst, src)
+            } else {
+                f.put(self.queue(), pe, dst, src)
+            }
+        }
     }
 
-    /// Non-blocking [`CtxRef::get_bytes`].
+    /// Gets `dst.len()` bytes from heap offset `src` of `pe` into `dst`.
     ///
     /// # Safety
     ///
-    /// `dst..dst+len` must stay writable, and not be accessed, until the next quiet of this
-    /// context returns.
-    pub unsafe fn get_bytes_nbi(&self, src: usize, dst: *mut u8, len: usize, pe: Pe) -> Result<()> {
-        logged(
-            "getmem_nbi",
-            (|| {
-                let pe = self.target(pe)?;
-                self.inst.check_heap_range(src, len)?;
-                // SAFETY: forwarded from this function's contract.
-                Ok(unsafe {
-                    self.inst
-                        .transport()
-                        .get_nbi(self.queue(), pe, src, dst, len)
-                }?)
-            })(),
-        )
-    }
-
-    /// Strided put of `nelems` elements of `elem` bytes: element `i` goes to heap offset
-    /// `dst + i * dst_stride` on `pe` and comes from `src[i * src_stride ..]` (strides in
-    /// bytes).
-    #[allow(clippy::too_many_arguments)] // the shape of the C routine it serves
-    pub fn iput_bytes(
-        &self,
-        dst: usize,
-        dst_stride: isize,
-        src: &[u8],
-        src_stride: isize,
-        elem: usize,
-        nelems: usize,
-        pe: Pe,
-    ) -> Result<()> {
-        logged(
-            "iput",
-            (|| {
-                let pe = self.target(pe)?;
-                let d = self.inst.check_strided(dst, dst_stride, elem, nelems)?;
-                Ok(self.inst.transport().iput(
-                    self.queue(),
-                    pe,
-                    d,
-                    src,
-                    Strided {
-                        first: 0,
-                        stride: src_stride,
-                    },
-                    elem,
-                    nelems,
-                )?)
-            })(),
-        )
-    }
-
-    /// Strided get: element `i` comes from heap offset `src + i * src_stride` on `pe` and goes
-    /// to `dst[i * dst_stride ..]` (strides in bytes).
-    #[allow(clippy::too_many_arguments)] // the shape of the C routine it serves
-    pub fn iget_bytes(
-        &self,
-        src: usize,
-        src_stride: isize,
-        dst: &mut [u8],
-        dst_stride: isize,
-        elem: usize,
-        nelems: usize,
-        pe: Pe,
-    ) -> Result<()> {
-        logged(
-            "iget",
-            (|| {
-                let pe = self.target(pe)?;
-                let s = self.inst.check_strided(src, src_stride, elem, nelems)?;
-                Ok(self.inst.transport().iget(
-                    self.queue(),
-                    pe,
-                    s,
-                    dst,
-                    Strided {
-                        first: 0,
-                        stride: dst_stride,
-                    },
-                    elem,
-                    nelems,
-                )?)
-            })(),
-        )
+    /// For `nbi`, a host destination stays writable, and is not accessed, until the next quiet
+    /// of this context.
+    #[inline]
+    unsafe fn get_at(&self, src: usize, dst: LocalMut<'_>, pe: Pe, nbi: bool) -> Result<()> {
+        let pe = self.target(pe)?;
+        self.inst.check_heap_range(src, dst.len())?;
+        match dst {
+            LocalMut::Host(_) => {}
+            LocalMut::Segment { offset, len } => {
+                self.inst.check_local(Some((offset, len)), None)?
+            }
+            LocalMut::Device { addr, len } => self
+                .inst
+                .check_local(None, Some(DeviceRange { addr, len }))?,
+        }
+        let f = self.inst.fabric();
+        // SAFETY: as in `put_at`.
+        unsafe {
+            if nbi {
+                f.get_nbi(self.queue(), pe, src, dst)
+            } else {
+                f.get(self.queue(), pe, src, dst)
+            }
+        }
     }
 
     /// Runs `f` with a scope in which non-blocking operations may be issued on this context
     /// with buffers that live at least as long as the call; when `f` returns (or unwinds), the
-    /// scope completes them all with a quiet of this context.
+    /// scope completes them all with a quiet of this context, whose error it returns.
     pub fn nbi<'env, R>(&self, f: impl FnOnce(&NbiScope<'env>) -> R) -> Result<R>
     where
         'a: 'env,
     {
         self.usable()?;
-        struct QuietOnDrop<'c>(CtxRef<'c>);
-        impl Drop for QuietOnDrop<'_> {
+        /// Quiets on unwinding: no held operation may outlive the borrowed buffers.
+        struct QuietOnUnwind<'c>(Option<CtxRef<'c>>);
+        impl Drop for QuietOnUnwind<'_> {
             fn drop(&mut self) {
-                // Runs on unwinding too: no held operation may outlive the borrowed buffers.
-                let _ = self.0.inst.transport().quiet(self.0.queue());
+                if let Some(c) = self.0 {
+                    let _ = c.inst.fabric().quiet(c.queue());
+                }
             }
         }
-        let guard = QuietOnDrop(*self);
+        let mut guard = QuietOnUnwind(Some(*self));
         let r = f(&NbiScope {
             ctx: *self,
             _invariant: PhantomData,
         });
-        drop(guard);
+        guard.0 = None;
+        self.inst.fabric().quiet(self.queue())?;
         Ok(r)
     }
 }
@@ -343,24 +284,26 @@ impl<'env> NbiScope<'env> {
     /// Non-blocking put (`aclshmem_<T>_put_nbi`): `src` may be read until the scope ends.
     pub fn put_nbi<T: Pod>(&self, dst: SymSlice<'_, T>, src: &'env [T], pe: Pe) -> Result<()> {
         same_len("put_nbi", src.len(), dst.len())?;
-        let bytes: &'env [u8] = bytemuck::cast_slice(src);
         // SAFETY: `src` is borrowed for 'env, which outlives the scope, and the scope quiets
         // before it ends, so the buffer stays readable and unchanged while the put may run.
         unsafe {
             self.ctx
-                .put_bytes_nbi(dst.offset, bytes.as_ptr(), bytes.len(), pe)
+                .put_at(dst.offset, Local::Host(bytemuck::cast_slice(src)), pe, true)
         }
     }
 
     /// Non-blocking get (`aclshmem_<T>_get_nbi`): `dst` holds the data once the scope ends.
     pub fn get_nbi<T: Pod>(&self, src: SymSlice<'_, T>, dst: &'env mut [T], pe: Pe) -> Result<()> {
         same_len("get_nbi", dst.len(), src.len())?;
-        let bytes: &'env mut [u8] = bytemuck::cast_slice_mut(dst);
         // SAFETY: `dst` is mutably borrowed for 'env, so the caller cannot touch it before the
         // scope's quiet, which completes the get.
         unsafe {
-            self.ctx
-                .get_bytes_nbi(src.offset, bytes.as_mut_ptr(), bytes.len(), pe)
+            self.ctx.get_at(
+                src.offset,
+                LocalMut::Host(bytemuck::cast_slice_mut(dst)),
+                pe,
+                true,
+            )
         }
     }
 
@@ -378,17 +321,124 @@ impl<'env> NbiScope<'env> {
 impl<T: Pod> SymSlice<'_, T> {
     /// Copies `src` into PE `pe`'s copy of this view (`aclshmem_<T>_put`); `src` must have the
     /// view's length.
+    #[inline]
     pub fn put(&self, src: &[T], pe: Pe) -> Result<()> {
-        same_len("put", src.len(), self.len).inspect_err(|e| tracing::error!("{e}"))?;
-        self.ctx
-            .put_bytes(self.offset, bytemuck::cast_slice(src), pe)
+        same_len("put", src.len(), self.len)?;
+        // SAFETY: blocking: the source is only borrowed for the call.
+        unsafe {
+            self.ctx.put_at(
+                self.offset,
+                Local::Host(bytemuck::cast_slice(src)),
+                pe,
+                false,
+            )
+        }
     }
 
     /// Copies PE `pe`'s copy of this view into `dst` (`aclshmem_<T>_get`).
+    #[inline]
     pub fn get(&self, dst: &mut [T], pe: Pe) -> Result<()> {
-        same_len("get", dst.len(), self.len).inspect_err(|e| tracing::error!("{e}"))?;
-        self.ctx
-            .get_bytes(self.offset, bytemuck::cast_slice_mut(dst), pe)
+        same_len("get", dst.len(), self.len)?;
+        // SAFETY: blocking: the destination is only borrowed for the call.
+        unsafe {
+            self.ctx.get_at(
+                self.offset,
+                LocalMut::Host(bytemuck::cast_slice_mut(dst)),
+                pe,
+                false,
+            )
+        }
+    }
+
+    /// Copies this PE's copy of `src` into PE `pe`'s copy of this view, without going through
+    /// host memory (`aclshmem_putmem` with a symmetric source, as CANN programs call it).
+    pub fn put_from(&self, src: SymSlice<'_, T>, pe: Pe) -> Result<()> {
+        same_len("put_from", src.len, self.len)?;
+        let local = Local::Segment {
+            offset: src.offset,
+            len: src.byte_len(),
+        };
+        // SAFETY: a segment source needs no lifetime beyond the instance's.
+        unsafe { self.ctx.put_at(self.offset, local, pe, false) }
+    }
+
+    /// Copies PE `pe`'s copy of this view into this PE's copy of `dst` (`aclshmem_getmem` with a
+    /// symmetric destination).
+    pub fn get_into(&self, dst: SymSlice<'_, T>, pe: Pe) -> Result<()> {
+        same_len("get_into", dst.len, self.len)?;
+        let local = LocalMut::Segment {
+            offset: dst.offset,
+            len: dst.byte_len(),
+        };
+        // SAFETY: a segment destination needs no lifetime beyond the instance's.
+        unsafe { self.ctx.get_at(self.offset, local, pe, false) }
+    }
+
+    /// Copies the first `self.byte_len()` bytes of registered device memory `src` into PE
+    /// `pe`'s copy of this view (`aclshmem_putmem` with a device source).
+    pub fn put_from_device(&self, src: DeviceRange, pe: Pe) -> Result<()> {
+        if src.len < self.byte_len() {
+            return Err(Error::InvalidParam(format!(
+                "put_from_device: the device range has {} bytes, the view {}",
+                src.len,
+                self.byte_len()
+            )));
+        }
+        let local = Local::Device {
+            addr: src.addr,
+            len: self.byte_len(),
+        };
+        // SAFETY: registered device memory stays valid while registered (its contract).
+        unsafe { self.ctx.put_at(self.offset, local, pe, false) }
+    }
+
+    /// Copies PE `pe`'s copy of this view into the start of registered device memory `dst`
+    /// (`aclshmem_getmem` with a device destination).
+    pub fn get_into_device(&self, dst: DeviceRange, pe: Pe) -> Result<()> {
+        if dst.len < self.byte_len() {
+            return Err(Error::InvalidParam(format!(
+                "get_into_device: the device range has {} bytes, the view {}",
+                dst.len,
+                self.byte_len()
+            )));
+        }
+        let local = LocalMut::Device {
+            addr: dst.addr,
+            len: self.byte_len(),
+        };
+        // SAFETY: as above.
+        unsafe { self.ctx.get_at(self.offset, local, pe, false) }
+    }
+
+    /// Non-blocking put from raw memory, completed by the next quiet of the view's context: the
+    /// form the C ABI needs (`shmem_putmem_nbi`). Rust code uses [`Instance::nbi`].
+    ///
+    /// # Safety
+    ///
+    /// `src` points to `self.len()` readable elements that stay readable, and unchanged if
+    /// their contents are to be delivered, until the next quiet of the view's context returns.
+    pub unsafe fn put_nbi_raw(&self, src: *const T, pe: Pe) -> Result<()> {
+        // SAFETY: the caller guarantees `src` is readable for the view's length.
+        let bytes = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), self.byte_len()) };
+        // SAFETY: the caller keeps the source valid until the quiet.
+        unsafe { self.ctx.put_at(self.offset, Local::Host(bytes), pe, true) }
+    }
+
+    /// Non-blocking get into raw memory, completed by the next quiet of the view's context
+    /// (`shmem_getmem_nbi`). Rust code uses [`Instance::nbi`].
+    ///
+    /// # Safety
+    ///
+    /// `dst` points to `self.len()` writable elements that stay writable, and are not accessed,
+    /// until the next quiet of the view's context returns.
+    pub unsafe fn get_nbi_raw(&self, dst: *mut T, pe: Pe) -> Result<()> {
+        // SAFETY: the caller guarantees `dst` is writable for the view's length and untouched.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), self.byte_len()) };
+        // SAFETY: the caller keeps the destination valid and untouched until the quiet.
+        unsafe {
+            self.ctx
+                .get_at(self.offset, LocalMut::Host(bytes), pe, true)
+        }
     }
 
     /// PE `pe`'s copy of this view, as a vector.
@@ -399,24 +449,32 @@ impl<T: Pod> SymSlice<'_, T> {
     }
 
     /// Stores `value` into element `index` of PE `pe`'s copy (`aclshmem_<T>_p`).
+    #[inline]
     pub fn p(&self, index: usize, value: T, pe: Pe) -> Result<()> {
         self.element(index)?;
-        self.ctx.put_bytes(
-            self.offset + index * std::mem::size_of::<T>(),
-            bytemuck::bytes_of(&value),
-            pe,
-        )
+        let at = self.offset + index * std::mem::size_of::<T>();
+        // SAFETY: blocking: the value is only borrowed for the call.
+        unsafe {
+            self.ctx
+                .put_at(at, Local::Host(bytemuck::bytes_of(&value)), pe, false)
+        }
     }
 
     /// Loads element `index` of PE `pe`'s copy (`aclshmem_<T>_g`).
+    #[inline]
     pub fn g(&self, index: usize, pe: Pe) -> Result<T> {
         self.element(index)?;
         let mut v = T::zeroed();
-        self.ctx.get_bytes(
-            self.offset + index * std::mem::size_of::<T>(),
-            bytemuck::bytes_of_mut(&mut v),
-            pe,
-        )?;
+        let at = self.offset + index * std::mem::size_of::<T>();
+        // SAFETY: blocking: the destination is only borrowed for the call.
+        unsafe {
+            self.ctx.get_at(
+                at,
+                LocalMut::Host(bytemuck::bytes_of_mut(&mut v)),
+                pe,
+                false,
+            )
+        }?;
         Ok(v)
     }
 
@@ -428,7 +486,6 @@ impl<T: Pod> SymSlice<'_, T> {
                 "element {index} of a symmetric view of {} elements",
                 self.len
             )))
-            .inspect_err(|e| tracing::error!("{e}"))
         }
     }
 
@@ -442,17 +499,43 @@ impl<T: Pod> SymSlice<'_, T> {
         nelems: usize,
         pe: Pe,
     ) -> Result<()> {
-        let sz = std::mem::size_of::<T>() as isize;
-        self.check_view_span(dst_stride, nelems)?;
-        self.ctx.iput_bytes(
-            self.offset,
-            dst_stride * sz,
-            bytemuck::cast_slice(src),
-            src_stride * sz,
-            sz as usize,
+        self.iput_at(0, dst_stride, src, src_stride, nelems, pe)
+    }
+
+    /// [`SymSlice::iput`] from element `start` of the view: element `i` of `src` at index
+    /// `i * src_stride` goes to index `start + i * dst_stride`, which may run backwards
+    /// (a negative stride) as long as every index lies in the view.
+    pub fn iput_at(
+        &self,
+        start: usize,
+        dst_stride: isize,
+        src: &[T],
+        src_stride: isize,
+        nelems: usize,
+        pe: Pe,
+    ) -> Result<()> {
+        let sz = std::mem::size_of::<T>();
+        self.check_view_span(start, dst_stride, nelems)?;
+        let pe = self.ctx.target(pe)?;
+        let dst = self.ctx.inst.check_strided(
+            self.offset + start * sz,
+            stride_bytes(dst_stride, sz)?,
+            sz,
             nelems,
-            pe,
-        )
+        )?;
+        let src_layout = local_layout(src.len(), src_stride, sz, nelems)?;
+        // SAFETY: the PE, the remote span and the local layout were checked above.
+        unsafe {
+            self.ctx.inst.fabric().iput(
+                self.ctx.queue(),
+                pe,
+                dst,
+                Local::Host(bytemuck::cast_slice(src)),
+                src_layout,
+                sz,
+                nelems,
+            )
+        }
     }
 
     /// Strided get (`aclshmem_<T>_iget`): index `i * src_stride` of this view on `pe` goes to
@@ -465,27 +548,82 @@ impl<T: Pod> SymSlice<'_, T> {
         nelems: usize,
         pe: Pe,
     ) -> Result<()> {
-        let sz = std::mem::size_of::<T>() as isize;
-        self.check_view_span(src_stride, nelems)?;
-        self.ctx.iget_bytes(
-            self.offset,
-            src_stride * sz,
-            bytemuck::cast_slice_mut(dst),
-            dst_stride * sz,
-            sz as usize,
-            nelems,
-            pe,
-        )
+        self.iget_at(0, src_stride, dst, dst_stride, nelems, pe)
     }
 
-    fn check_view_span(&self, stride: isize, nelems: usize) -> Result<()> {
-        match (Strided { first: 0, stride }).span(1, nelems) {
-            Some((_, hi)) if hi <= self.len as u64 => Ok(()),
-            _ => Err(Error::OutOfBounds(format!(
-                "{nelems} elements with a stride of {stride} do not fit in a symmetric view of {} elements",
-                self.len
-            )))
-            .inspect_err(|e| tracing::error!("{e}")),
+    /// [`SymSlice::iget`] from element `start` of the view (see [`SymSlice::iput_at`]).
+    pub fn iget_at(
+        &self,
+        start: usize,
+        src_stride: isize,
+        dst: &mut [T],
+        dst_stride: isize,
+        nelems: usize,
+        pe: Pe,
+    ) -> Result<()> {
+        let sz = std::mem::size_of::<T>();
+        self.check_view_span(start, src_stride, nelems)?;
+        let pe = self.ctx.target(pe)?;
+        let src = self.ctx.inst.check_strided(
+            self.offset + start * sz,
+            stride_bytes(src_stride, sz)?,
+            sz,
+            nelems,
+        )?;
+        let dst_layout = local_layout(dst.len(), dst_stride, sz, nelems)?;
+        // SAFETY: the PE, the remote span and the local layout were checked above.
+        unsafe {
+            self.ctx.inst.fabric().iget(
+                self.ctx.queue(),
+                pe,
+                src,
+                LocalMut::Host(bytemuck::cast_slice_mut(dst)),
+                dst_layout,
+                sz,
+                nelems,
+            )
         }
+    }
+
+    fn check_view_span(&self, start: usize, stride: isize, nelems: usize) -> Result<()> {
+        match (Strided {
+            first: start,
+            stride,
+        })
+        .span(1, nelems)
+        {
+            Some((_, hi)) if hi <= self.len as u64 && start <= self.len => Ok(()),
+            _ => Err(Error::OutOfBounds(format!(
+                "{nelems} elements with a stride of {stride} from element {start} do not fit in a symmetric view of {} elements",
+                self.len
+            ))),
+        }
+    }
+}
+
+/// A stride of `stride` elements of `size` bytes, in bytes.
+fn stride_bytes(stride: isize, size: usize) -> Result<isize> {
+    isize::try_from(size)
+        .ok()
+        .and_then(|s| stride.checked_mul(s))
+        .ok_or_else(|| {
+            Error::InvalidParam(format!(
+                "a stride of {stride} elements of {size} bytes overflows"
+            ))
+        })
+}
+
+/// The layout of a strided local buffer of `len` elements, checked to hold `nelems` of them at
+/// `stride`.
+fn local_layout(len: usize, stride: isize, size: usize, nelems: usize) -> Result<Strided> {
+    let layout = Strided {
+        first: 0,
+        stride: stride_bytes(stride, size)?,
+    };
+    match layout.span(size, nelems) {
+        Some((_, hi)) if hi <= (len * size) as u64 => Ok(layout),
+        _ => Err(Error::OutOfBounds(format!(
+            "the local buffer of {len} elements is too small for {nelems} elements with a stride of {stride}"
+        ))),
     }
 }

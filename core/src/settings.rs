@@ -5,13 +5,14 @@
 //! | `SHMEM_TIMEOUT` | seconds any blocking wait (barrier, wait_until, collective) may last before it fails with a timeout; `0` or `inf` waits without limit | 300 |
 //! | `SHMEM_SYMMETRIC_SIZE` | the heap per PE for instances created from a launcher's environment (`Attributes::from_env`), in bytes with an optional `K`, `M` or `G` suffix; rounded up to 2 MiB | 256M |
 //! | `SHMEM_BACKEND` | `sim` or `hw` | `sim` |
-//! | `SHMEM_LOG_LEVEL` | `DEBUG`, `INFO`, `WARN`, `ERROR`, `FATAL` | `WARN` |
-//! | `SHMEM_PROFILE` | `full`, or `cann`: every call CANN SHMEM's host API lacks (atomics, contexts, collectives other than barrier, locks, teams on instances other than 0, …) fails with `NOT_SUPPORTED`, as it will on the hardware backend | `full` |
+//! | `SHMEM_PROFILE` | `full`, or `cann`: the simulator behaves as the CANN transport's capabilities ([`Capabilities::CANN`]): remote atomics issued by the host (and the locks built on them) fail with `NOT_SUPPORTED` and `shmem_ptr` gives no host address, as on the hardware backend | `full` |
 //!
 //! The simulator's own settings (`SHMEM_WAIT_POLICY`, `SHMEM_SIM_STRICT`, …) are documented in
 //! `shmem_sim::SimSettings`.
 
 use std::time::Duration;
+
+use shmem_backend::Capabilities;
 
 use crate::error::{Error, Result};
 
@@ -67,13 +68,15 @@ pub(crate) fn symmetric_size() -> Result<u64> {
     Ok(raw.next_multiple_of(2 << 20))
 }
 
-/// `SHMEM_PROFILE`: whether the CANN-portability profile is on.
-pub(crate) fn cann_profile() -> Result<bool> {
+/// `SHMEM_PROFILE`: the capabilities an instance's transport may have. `cann` gives the CANN
+/// transport's ([`Capabilities::CANN`]), so that a program checked on the simulator fails
+/// where it would fail on the hardware backend.
+pub(crate) fn capabilities() -> Result<Capabilities> {
     match std::env::var("SHMEM_PROFILE") {
-        Err(_) => Ok(false),
+        Err(_) => Ok(Capabilities::ALL),
         Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "" | "full" | "openshmem" => Ok(false),
-            "cann" => Ok(true),
+            "" | "full" | "openshmem" => Ok(Capabilities::ALL),
+            "cann" => Ok(Capabilities::CANN),
             _ => Err(Error::InvalidValue(format!(
                 "SHMEM_PROFILE={v:?} is not a profile (expected full or cann)"
             ))),

@@ -6,10 +6,10 @@
 //! atomically), and it becomes visible only after the data of its put.
 
 use bytemuck::Pod;
-use shmem_backend::{Cmp, Pe, Scalar, Signal, SignalOp, Watch, Width};
+use shmem_backend::{Cmp, Local, Pe, Scalar, Signal, SignalOp, WaitWord, Width};
 
 use crate::error::{Error, Result};
-use crate::rma::{NbiScope, logged};
+use crate::rma::NbiScope;
 use crate::sym::{SymElem, SymSlice};
 
 mod sealed {
@@ -56,30 +56,39 @@ impl<T: Pod> SymSlice<'_, T> {
         op: SignalOp,
         pe: Pe,
     ) -> Result<()> {
-        logged(
-            "put_signal",
-            (|| {
-                if src.len() != self.len {
-                    return Err(Error::InvalidParam(format!(
-                        "put_signal: the source has {} elements, the view {}",
-                        src.len(),
-                        self.len
-                    )));
-                }
-                let pe = self.ctx.target(pe)?;
-                self.ctx
-                    .inst
-                    .check_heap_range(self.offset, self.byte_len())?;
-                let s = signal(&sig, value, op);
-                Ok(self.ctx.inst.transport().put_signal(
-                    self.ctx.queue(),
-                    pe,
-                    self.offset,
-                    bytemuck::cast_slice(src),
-                    s,
-                )?)
-            })(),
-        )
+        let (pe, s) = self.check_put_signal("put_signal", src.len(), &sig, value, op, pe)?;
+        let src = Local::Host(bytemuck::cast_slice(src));
+        // SAFETY: the PE, the data range and the signal word were checked above.
+        unsafe {
+            self.ctx
+                .inst
+                .fabric()
+                .put_signal(self.ctx.queue(), pe, self.offset, src, s)
+        }
+    }
+
+    /// Checks a put-with-signal into this view and returns the instance PE and the signal.
+    fn check_put_signal<S: SignalWord>(
+        &self,
+        what: &str,
+        src_len: usize,
+        sig: &SymElem<'_, S>,
+        value: S,
+        op: SignalOp,
+        pe: Pe,
+    ) -> Result<(Pe, Signal)> {
+        if src_len != self.len {
+            return Err(Error::InvalidParam(format!(
+                "{what}: the source has {src_len} elements, the view {}",
+                self.len
+            )));
+        }
+        let pe = self.ctx.target(pe)?;
+        self.ctx
+            .inst
+            .check_heap_range(self.offset, self.byte_len())?;
+        sig.check_word(S::WIDTH)?;
+        Ok((pe, signal(sig, value, op)))
     }
 }
 
@@ -94,34 +103,17 @@ impl<'env> NbiScope<'env> {
         op: SignalOp,
         pe: Pe,
     ) -> Result<()> {
-        logged(
-            "put_signal_nbi",
-            (|| {
-                if src.len() != dst.len() {
-                    return Err(Error::InvalidParam(format!(
-                        "put_signal_nbi: the source has {} elements, the view {}",
-                        src.len(),
-                        dst.len()
-                    )));
-                }
-                let pe = self.ctx.target(pe)?;
-                self.ctx.inst.check_heap_range(dst.offset, dst.byte_len())?;
-                let bytes: &'env [u8] = bytemuck::cast_slice(src);
-                // SAFETY: `src` is borrowed for 'env, which outlives the scope, and the scope quiets
-                // before it ends.
-                unsafe {
-                    self.ctx.inst.transport().put_signal_nbi(
-                        self.ctx.queue(),
-                        pe,
-                        dst.offset,
-                        bytes.as_ptr(),
-                        bytes.len(),
-                        signal(&sig, value, op),
-                    )
-                }?;
-                Ok(())
-            })(),
-        )
+        let dst = dst.in_ctx(self.ctx);
+        let (pe, s) = dst.check_put_signal("put_signal_nbi", src.len(), &sig, value, op, pe)?;
+        let src = Local::Host(bytemuck::cast_slice(src));
+        // SAFETY: checked above; `src` is borrowed for 'env, which outlives the scope, and the
+        // scope quiets before it ends.
+        unsafe {
+            self.ctx
+                .inst
+                .fabric()
+                .put_signal_nbi(self.ctx.queue(), pe, dst.offset, src, s)
+        }
     }
 }
 
@@ -129,70 +121,86 @@ impl<S: SignalWord> SymElem<'_, S> {
     /// Updates this signal word on `pe` with `op` and `value`, without data
     /// (`aclshmemx_signal_op`, OpenSHMEM 1.6's `shmem_signal_set`/`shmem_signal_add`).
     pub fn signal_op(&self, value: S, op: SignalOp, pe: Pe) -> Result<()> {
-        logged(
-            "signal_op",
-            (|| {
-                let pe = self.ctx.target(pe)?;
-                Ok(self.ctx.inst.transport().signal(
-                    self.ctx.queue(),
-                    pe,
-                    signal(self, value, op),
-                )?)
-            })(),
-        )
+        let pe = self.ctx.target(pe)?;
+        self.check_word(S::WIDTH)?;
+        // SAFETY: the PE and the aligned in-bounds word were checked above.
+        unsafe {
+            self.ctx
+                .inst
+                .fabric()
+                .signal(self.ctx.queue(), pe, signal(self, value, op))
+        }
     }
 
     /// The current value of this PE's signal word (`shmem_signal_fetch`).
     pub fn signal_fetch(&self) -> Result<S> {
-        logged(
-            "signal_fetch",
-            (|| {
-                self.ctx.inst.beyond_cann("signal_fetch")?;
-                self.ctx.usable()?;
-                Ok(S::from_bits(
-                    self.ctx.inst.transport().load(self.offset, S::WIDTH)?,
-                ))
-            })(),
-        )
+        self.ctx.usable()?;
+        self.check_word(S::WIDTH)?;
+        // SAFETY: an aligned word inside the heap (checked above).
+        let v = unsafe { self.ctx.inst.fabric().load(self.offset, S::WIDTH) }?;
+        Ok(S::from_bits(v))
     }
 
-    /// Waits until this PE's signal word compares to `value` with `cmp`, and returns the value
-    /// that satisfied it (`shmem_signal_wait_until`, `aclshmem_signal_wait_until`).
+    /// Waits on the host until this PE's signal word compares to `value` with `cmp`, and
+    /// returns the value that satisfied it (`shmem_signal_wait_until`,
+    /// `aclshmem_signal_wait_until`).
     pub fn signal_wait_until(&self, cmp: Cmp, value: S) -> Result<S> {
-        logged(
-            "signal_wait_until",
-            (|| {
-                self.ctx.usable()?;
-                let t = self.ctx.inst.transport();
-                let mut seen = 0;
-                let mut failed = None;
-                let off = self.offset;
-                let want = value.to_bits();
-                self.ctx
-                    .inst
-                    .with_wait_ctl("a signal", |ctl| {
-                        t.wait_local(
-                            Watch::word(off, S::WIDTH),
-                            &mut || match t.load(off, S::WIDTH) {
-                                Ok(v) => {
-                                    seen = v;
-                                    S::KIND.compare(cmp, v, want)
-                                }
-                                // Ends the wait; the error is returned below.
-                                Err(e) => {
-                                    failed = Some(e);
-                                    true
-                                }
-                            },
-                            ctl,
-                        )
-                    })
-                    .map_err(|e| self.ctx.inst.fail(e.into()))?;
-                if let Some(e) = failed {
-                    return Err(e.into());
-                }
-                Ok(S::from_bits(seen))
-            })(),
+        self.ctx.usable()?;
+        self.check_word(S::WIDTH)?;
+        let inst = self.ctx.inst;
+        let w = self.wait_word(cmp, value);
+        // SAFETY: an aligned word inside the heap (checked above); a plain queue waits here.
+        let seen = unsafe {
+            inst.fabric()
+                .wait_until(&inst.inner.sync_queue, w, &Waiting(&w))
+        }
+        .map_err(|e| inst.fail(e))?;
+        Ok(S::from_bits(seen.unwrap_or(w.value)))
+    }
+
+    /// Enqueues a wait until this PE's signal word compares to `value` with `cmp` on the stream
+    /// of the element's context: work enqueued after it runs once the signal has come
+    /// (`aclshmemx_signal_wait_until_on_stream`). The element's context must be made from a
+    /// stream ([`Instance::stream_ctx`](crate::Instance::stream_ctx)).
+    pub fn signal_wait_until_on_stream(&self, cmp: Cmp, value: S) -> Result<()> {
+        self.ctx.usable()?;
+        if !self.ctx.is_stream() {
+            return Err(Error::InvalidParam(
+                "signal_wait_until_on_stream: the element's context is not made from a stream"
+                    .into(),
+            ));
+        }
+        self.check_word(S::WIDTH)?;
+        let w = self.wait_word(cmp, value);
+        // SAFETY: an aligned word inside the heap (checked above).
+        unsafe {
+            self.ctx
+                .inst
+                .fabric()
+                .wait_until(self.ctx.queue(), w, &Waiting(&w))
+        }
+        .map(|_| ())
+    }
+
+    fn wait_word(&self, cmp: Cmp, value: S) -> WaitWord {
+        WaitWord {
+            offset: self.offset,
+            kind: S::KIND,
+            cmp,
+            value: value.to_bits(),
+        }
+    }
+}
+
+/// What a signal wait waits for, for hang reports and timeouts.
+struct Waiting<'w>(&'w WaitWord);
+
+impl std::fmt::Display for Waiting<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a signal: the {:?} word at heap offset {:#x} to be {:?} {:#x}",
+            self.0.kind, self.0.offset, self.0.cmp, self.0.value
         )
     }
 }

@@ -197,18 +197,24 @@ impl<T: Pod> SymBuf<T> {
     /// contents are kept up to the smaller of the two sizes (each PE keeps its own copy's); on
     /// failure the allocation is unchanged.
     pub fn realloc(&mut self, new_len: usize) -> Result<()> {
-        self.inst.require_beyond_cann("realloc")?;
         let sz = std::mem::size_of::<T>();
         let Some(bytes) = new_len.checked_mul(sz) else {
+            // Still collective, so that the PEs stay in step.
             let _ = self.inst.alloc_collective(0, None, false);
             return Err(Error::InvalidValue(format!(
                 "{new_len} elements of {sz} bytes overflow"
-            )))
-            .inspect_err(|e| tracing::error!("realloc: {e}"));
+            )));
+        };
+        let Some(old) = self.inst.inner.heap.block_size(self.offset as u64) else {
+            let _ = self.inst.alloc_collective(0, None, false);
+            return Err(Error::InvalidParam(format!(
+                "realloc: offset {:#x} is not the start of an allocated block",
+                self.offset
+            )));
         };
         let off = self.inst.realloc_collective(
             self.offset as u64,
-            (self.len * sz) as u64,
+            old.min((self.len * sz) as u64),
             bytes as u64,
             std::mem::align_of::<T>(),
         )?;
@@ -221,9 +227,31 @@ impl<T: Pod> SymBuf<T> {
     /// order.
     pub fn free(mut self) -> Result<()> {
         self.freed = true;
-        self.inst
-            .free_collective(self.offset as u64)
-            .inspect_err(|e| tracing::error!("free: {e}"))
+        self.inst.free_collective(self.offset as u64)
+    }
+
+    /// Gives up the handle without freeing the allocation, and returns its heap offset: for
+    /// code that keeps symmetric memory by address (the C ABI's `aclshmem_malloc` returns
+    /// `heap_base + offset`). [`SymBuf::from_raw`] takes it back.
+    pub fn into_raw(mut self) -> usize {
+        self.freed = true;
+        self.offset
+    }
+
+    /// The allocation that starts at heap offset `offset` (from [`SymBuf::into_raw`]), as a
+    /// handle of as many whole `T`s as the block holds. An offset that starts no allocated
+    /// block gives an empty handle whose collective operations still run on every PE, so that
+    /// the PEs stay in step, and then fail: [`SymBuf::free`] and [`SymBuf::realloc`] with
+    /// `INVALID_PARAM`.
+    pub fn from_raw(inst: &Instance, offset: usize) -> SymBuf<T> {
+        let bytes = inst.inner.heap.block_size(offset as u64).unwrap_or(0) as usize;
+        SymBuf {
+            inst: inst.clone(),
+            offset,
+            len: bytes / std::mem::size_of::<T>().max(1),
+            freed: false,
+            _t: PhantomData,
+        }
     }
 }
 
@@ -271,6 +299,19 @@ impl<'a, T: Pod> SymSlice<'a, T> {
     {
         SymSlice {
             ctx: ctx.as_ref(),
+            offset: self.offset,
+            len: self.len,
+            _t: PhantomData,
+        }
+    }
+
+    /// The same view, with operations issued on `ctx` (a context of the same instance).
+    pub fn in_ctx<'c>(&self, ctx: CtxRef<'c>) -> SymSlice<'c, T>
+    where
+        'a: 'c,
+    {
+        SymSlice {
+            ctx,
             offset: self.offset,
             len: self.len,
             _t: PhantomData,
@@ -343,8 +384,7 @@ impl Instance {
             return Err(Error::InvalidValue(format!(
                 "{len} elements of {} bytes overflow",
                 std::mem::size_of::<T>()
-            )))
-            .inspect_err(|e| tracing::error!("symmetric allocation on PE {}: {e}", self.my_pe()));
+            )));
         };
         let natural = std::mem::align_of::<T>();
         let align = match align {
@@ -352,14 +392,7 @@ impl Instance {
             None if natural > 16 => Some(natural),
             None => None,
         };
-        let offset = self
-            .alloc_collective(bytes as u64, align.map(|a| a as u64), zero)
-            .inspect_err(|e| {
-                tracing::error!(
-                    "symmetric allocation of {bytes} bytes on PE {}: {e}",
-                    self.my_pe()
-                )
-            })?;
+        let offset = self.alloc_collective(bytes as u64, align.map(|a| a as u64), zero)?;
         Ok(SymBuf {
             inst: self.clone(),
             offset: offset as usize,
@@ -392,88 +425,18 @@ impl Instance {
             let _ = self.alloc_collective(0, Some(alignment as u64), false);
             return Err(Error::InvalidValue(format!(
                 "alignment {alignment} is not a power of two"
-            )))
-            .inspect_err(|e| tracing::error!("aclshmem_align on PE {}: {e}", self.my_pe()));
+            )));
         }
         self.alloc(len, Some(alignment), false)
     }
 }
 
-/// The byte-level heap interface: offsets instead of typed handles, as the C ABI uses it
-/// (`aclshmem_malloc` returns `heap_base + offset`). Every call is collective.
 impl Instance {
-    /// Allocates `size` bytes; returns the heap offset.
-    pub fn malloc_raw(&self, size: usize) -> Result<usize> {
-        self.alloc_collective(size as u64, None, false)
-            .map(|o| o as usize)
-            .inspect_err(|e| tracing::error!("malloc: {e}"))
-    }
-
-    /// Allocates `count * size` zeroed bytes; returns the heap offset. An overflowing product
-    /// fails on every PE (CANN returns before its barrier there, which can desynchronise the
-    /// PEs; this call stays collective).
-    pub fn calloc_raw(&self, count: usize, size: usize) -> Result<usize> {
-        let r = match count.checked_mul(size) {
-            Some(total) => self.alloc_collective(total as u64, None, true),
-            None => {
-                let _ = self.alloc_collective(0, None, false);
-                Err(Error::InvalidValue(format!(
-                    "calloc of {count} x {size} bytes overflows"
-                )))
-            }
-        };
-        r.map(|o| o as usize)
-            .inspect_err(|e| tracing::error!("calloc: {e}"))
-    }
-
-    /// Allocates `size` bytes at a multiple of `alignment` (a power of two); returns the heap
-    /// offset.
-    pub fn align_raw(&self, alignment: usize, size: usize) -> Result<usize> {
-        self.alloc_collective(size as u64, Some(alignment as u64), false)
-            .map(|o| o as usize)
-            .inspect_err(|e| tracing::error!("align: {e}"))
-    }
-
-    /// Releases the block that starts at heap offset `offset`. Offsets that do not start an
-    /// allocated block (a double free, an interior pointer) are reported and leave the heap
-    /// unchanged.
-    pub fn free_raw(&self, offset: usize) -> Result<()> {
-        self.free_collective(offset as u64)
-            .inspect_err(|e| tracing::error!("free: {e}"))
-    }
-
-    /// Resizes the block at heap offset `offset` to `size` bytes (`shmem_realloc`):
-    /// `None` allocates, a size of 0 frees (returning `None`). Collective. The contents are
-    /// kept up to the smaller of the two sizes; on failure the block is unchanged.
-    pub fn realloc_raw(&self, offset: Option<usize>, size: usize) -> Result<Option<usize>> {
-        self.require_beyond_cann("realloc")?;
-        let r = match (offset, size) {
-            (None, 0) => Ok(None),
-            (None, n) => self
-                .alloc_collective(n as u64, None, false)
-                .map(|o| Some(o as usize)),
-            (Some(off), 0) => self.free_collective(off as u64).map(|_| None),
-            (Some(off), n) => match self.inner.heap.block_size(off as u64) {
-                None => {
-                    let _ = self.alloc_collective(0, None, false);
-                    Err(Error::InvalidParam(format!(
-                        "realloc: offset {off:#x} is not the start of an allocated block"
-                    )))
-                }
-                Some(old) => self
-                    .realloc_collective(off as u64, old, n as u64, 16)
-                    .map(|o| Some(o as usize)),
-            },
-        };
-        r.inspect_err(|e| tracing::error!("realloc: {e}"))
-    }
-
     /// Allocates like [`Instance::malloc`], with usage hints (`shmem_malloc_with_hints`). The
     /// simulator places every block the same way, so the hints (and unknown hint bits, which
     /// OpenSHMEM requires to be ignored) do not change the result.
     pub fn malloc_with_hints<T: Pod>(&self, len: usize, hints: i64) -> Result<SymBuf<T>> {
         let _ = hints;
-        self.require_beyond_cann("malloc_with_hints")?;
         self.malloc(len)
     }
 

@@ -21,18 +21,16 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use shmem_backend::{
-    Cmp, DynQueue, DynTransport, Pe, ScalarKind, Signal, SignalOp, TransportError, WaitCtl, Watch,
-    Width,
-};
+use shmem_backend::{BarrierSpec, Cmp, Pe, ScalarKind, WaitWord};
 
-use crate::ctx::{Context, CtxOptions};
+use crate::ctx::{Context, CtxOptions, CtxRef};
 use crate::error::{Error, Result};
+use crate::fabric::Queue;
 use crate::heap::layout::{Reserved, SYNC_ARRAY_SIZE};
 use crate::instance::Instance;
 
 /// The radix of the barrier and reduction trees.
-pub(crate) const RADIX: u32 = 8;
+pub(crate) const RADIX: u32 = shmem_backend::sync::RADIX;
 /// The most teams one instance can have at once, the world and shared teams included (CANN's
 /// team mask effectively allows 64).
 pub const MAX_TEAMS: usize = 128;
@@ -66,27 +64,14 @@ pub(crate) mod words {
 }
 const _: () = assert!(words::RESULT + 8 <= SYNC_ARRAY_SIZE);
 
-/// Waits until this PE's 64-bit sync word at heap offset `off` is at least `threshold`. A
-/// failed load ends the wait with its error.
-pub(crate) fn wait_at_least(
-    t: &dyn DynTransport,
-    off: usize,
-    threshold: u64,
-    ctl: &WaitCtl<'_>,
-) -> std::result::Result<(), TransportError> {
-    let mut failed = None;
-    t.wait_local(
-        Watch::word(off, Width::W64),
-        &mut || match t.load(off, Width::W64) {
-            Ok(v) => ScalarKind::U64.compare(Cmp::Ge, v, threshold),
-            Err(e) => {
-                failed = Some(e);
-                true
-            }
-        },
-        ctl,
-    )?;
-    failed.map_or(Ok(()), Err)
+/// A wait until this PE's 64-bit sync word at `offset` is at least `threshold`.
+pub(crate) fn at_least(offset: usize, threshold: u64) -> WaitWord {
+    WaitWord {
+        offset,
+        kind: ScalarKind::U64,
+        cmp: Cmp::Ge,
+        value: threshold,
+    }
 }
 
 /// The configuration of a team (`shmem_team_config_t`).
@@ -189,59 +174,17 @@ impl TeamState {
         }
     }
 
-    /// Runs one barrier over the team. The caller has completed (quieted) its own outstanding
-    /// operations; `ctl` bounds the waits.
-    pub(crate) fn barrier(
-        &self,
-        t: &dyn DynTransport,
-        q: &dyn DynQueue,
-        ctl: &WaitCtl<'_>,
-    ) -> Result<()> {
-        let n = self.members.size;
-        if n <= 1 {
-            return Ok(());
+    /// The next barrier over the team: its epoch is taken now, in call order.
+    pub(crate) fn next_barrier(&self) -> BarrierSpec {
+        BarrierSpec {
+            start: self.members.start,
+            stride: self.members.stride,
+            size: self.members.size,
+            rank: self.my_rank,
+            arrive: (self.slot + words::ARRIVE) as usize,
+            release: (self.slot + words::RELEASE) as usize,
+            epoch: self.epoch.fetch_add(1, Ordering::Relaxed) + 1,
         }
-        let e = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
-        let r = self.my_rank;
-        let first_child = r * RADIX + 1;
-        let children = if first_child < n {
-            (n - first_child).min(RADIX)
-        } else {
-            0
-        };
-        let arrive = (self.slot + words::ARRIVE) as usize;
-        let release = (self.slot + words::RELEASE) as usize;
-        if children > 0 {
-            let want = e * u64::from(children);
-            wait_at_least(t, arrive, want, ctl)?;
-        }
-        if r != 0 {
-            let parent = self.members.pe((r - 1) / RADIX);
-            t.signal(
-                q,
-                parent,
-                Signal {
-                    offset: arrive,
-                    width: Width::W64,
-                    op: SignalOp::Add,
-                    value: 1,
-                },
-            )?;
-            wait_at_least(t, release, e, ctl)?;
-        }
-        for c in first_child..first_child + children {
-            t.signal(
-                q,
-                self.members.pe(c),
-                Signal {
-                    offset: release,
-                    width: Width::W64,
-                    op: SignalOp::Set,
-                    value: e,
-                },
-            )?;
-        }
-        Ok(())
     }
 
     pub(crate) fn coll(&self) -> MutexGuard<'_, CollCounters> {
@@ -261,11 +204,31 @@ pub(crate) struct Teams {
 }
 
 impl Teams {
-    pub(crate) fn new(n_pes: u32, my_pe: u32, reserved: &Reserved, heap_size: usize) -> Teams {
+    /// The world and shared teams of a PE; `host_mapping` says whether this PE can load and
+    /// store its peers' heaps (else the shared team is this PE alone).
+    pub(crate) fn new(
+        n_pes: u32,
+        my_pe: u32,
+        reserved: &Reserved,
+        heap_size: usize,
+        host_mapping: bool,
+    ) -> Teams {
         let all = Members {
             start: 0,
             stride: 1,
             size: n_pes,
+        };
+        let (shared, shared_rank) = if host_mapping {
+            (all, my_pe)
+        } else {
+            (
+                Members {
+                    start: my_pe,
+                    stride: 1,
+                    size: 1,
+                },
+                0,
+            )
         };
         let mut used = [false; MAX_TEAMS];
         used[WORLD_INDEX as usize] = true;
@@ -280,8 +243,8 @@ impl Teams {
                 TeamConfig::default(),
             )),
             shared: Arc::new(TeamState::new(
-                all,
-                my_pe,
+                shared,
+                shared_rank,
                 SHARED_INDEX,
                 reserved,
                 heap_size,
@@ -332,7 +295,8 @@ impl Instance {
     }
 
     /// The shared team (`SHMEM_TEAM_SHARED`): the PEs whose heaps this PE can load and store
-    /// through [`Instance::ptr`]. On the simulator that is every PE.
+    /// through [`Instance::ptr`]. On the simulator that is every PE; on a transport without a
+    /// host mapping of peers' heaps (Ascend, and `SHMEM_PROFILE=cann`), this PE alone.
     pub fn team_shared(&self) -> Team {
         Team {
             inst: self.clone(),
@@ -417,19 +381,46 @@ impl Team {
     /// Waits for every member, without completing outstanding operations (`shmem_team_sync`).
     pub fn sync(&self) -> Result<()> {
         self.check_live()?;
-        let t = self.inst.transport();
-        self.inst
-            .with_wait_ctl("a team barrier", |ctl| {
-                self.state.barrier(t, &*self.inst.inner.sync_queue, ctl)
-            })
-            .map_err(|e| self.inst.fail(e))
+        self.run_barrier(&self.inst.inner.sync_queue)
+    }
+
+    /// Enqueues a barrier over the team on the stream of `ctx` (CANN's
+    /// `aclshmemx_barrier_on_stream`): it completes the work enqueued on the stream before it
+    /// and waits there for every member, and work enqueued after it runs only once every member
+    /// has arrived. `ctx` must be made from a stream
+    /// ([`Instance::stream_ctx`]) of this team's instance.
+    pub fn barrier_on(&self, ctx: &Context) -> Result<()> {
+        self.check_live()?;
+        let c: CtxRef<'_> = ctx.as_ref();
+        if !c.is_stream() || !Arc::ptr_eq(&c.inst.inner, &self.inst.inner) {
+            return Err(Error::InvalidParam(format!(
+                "barrier_on: the context is not made from a stream of instance {}",
+                self.inst.id()
+            )));
+        }
+        c.usable()?;
+        self.run_barrier(c.queue())
+    }
+
+    fn run_barrier(&self, q: &Queue) -> Result<()> {
+        let b = self.state.next_barrier();
+        // SAFETY: the members are PEs of the instance and the sync words lie in its heap's
+        // reserved area, aligned (the team's slot is).
+        unsafe {
+            self.inst.fabric().barrier(
+                q,
+                &b,
+                &format_args!("a barrier of team {}", self.state.index),
+            )
+        }
+        .map_err(|e| self.inst.fail(e))
     }
 
     /// Creates a context whose operations name PEs by their number in this team
     /// (`shmem_team_create_ctx`).
     pub fn create_ctx(&self, options: CtxOptions) -> Result<Context> {
         self.check_live()?;
-        self.inst.new_ctx(Some(self.clone()), options)
+        self.inst.new_ctx(Some(self.clone()), options, None)
     }
 
     /// Splits this team (`shmem_team_split_strided`): the new team has the `size` PEs of this
@@ -447,15 +438,9 @@ impl Team {
         size: i32,
         config: TeamConfig,
     ) -> Result<Option<Team>> {
-        crate::rma::logged(
-            "team_split_strided",
-            (|| {
-                self.check_live()?;
-                self.inst.require_teams("team_split_strided")?;
-                let members = self.strided_members(start, stride, size)?;
-                Ok(self.split_many(&[(members, config)])?.pop().flatten())
-            })(),
-        )
+        self.check_live()?;
+        let members = self.strided_members(start, stride, size)?;
+        Ok(self.split_many(&[(members, config)])?.pop().flatten())
     }
 
     /// Splits this team into a 2-D grid (`shmem_team_split_2d`): rows ("x teams") of `xrange`
@@ -468,45 +453,39 @@ impl Team {
         xconfig: TeamConfig,
         yconfig: TeamConfig,
     ) -> Result<(Option<Team>, Option<Team>)> {
-        crate::rma::logged(
-            "team_split_2d",
-            (|| {
-                self.check_live()?;
-                self.inst.require_teams("team_split_2d")?;
-                if xrange <= 0 {
-                    return Err(Error::InvalidParam(format!(
-                        "xrange {xrange} must be positive"
-                    )));
-                }
-                let size = self.state.members.size as i32;
-                let x = xrange.min(size);
-                let mut specs = Vec::new();
-                let rows = (size + x - 1) / x;
-                for i in 0..rows {
-                    specs.push((
-                        self.strided_members(i * x, 1, x.min(size - i * x))?,
-                        xconfig,
-                    ));
-                }
-                for j in 0..x {
-                    let col = size / x + i32::from(j < size % x);
-                    specs.push((self.strided_members(j, x, col)?, yconfig));
-                }
-                let mut got = self.split_many(&specs)?;
-                let ys = got.split_off(rows as usize);
-                let xt = got.into_iter().flatten().collect::<Vec<_>>();
-                let yt = ys.into_iter().flatten().collect::<Vec<_>>();
-                if xt.len() > 1 || yt.len() > 1 {
-                    return Err(Error::Inner("a PE landed in two teams of one axis".into()));
-                }
-                Ok((xt.into_iter().next(), yt.into_iter().next()))
-            })(),
-        )
+        self.check_live()?;
+        if xrange <= 0 {
+            return Err(Error::InvalidParam(format!(
+                "xrange {xrange} must be positive"
+            )));
+        }
+        let size = self.state.members.size as i32;
+        let x = xrange.min(size);
+        let mut specs = Vec::new();
+        let rows = (size + x - 1) / x;
+        for i in 0..rows {
+            specs.push((
+                self.strided_members(i * x, 1, x.min(size - i * x))?,
+                xconfig,
+            ));
+        }
+        for j in 0..x {
+            let col = size / x + i32::from(j < size % x);
+            specs.push((self.strided_members(j, x, col)?, yconfig));
+        }
+        let mut got = self.split_many(&specs)?;
+        let ys = got.split_off(rows as usize);
+        let xt = got.into_iter().flatten().collect::<Vec<_>>();
+        let yt = ys.into_iter().flatten().collect::<Vec<_>>();
+        if xt.len() > 1 || yt.len() > 1 {
+            return Err(Error::Inner("a PE landed in two teams of one axis".into()));
+        }
+        Ok((xt.into_iter().next(), yt.into_iter().next()))
     }
 
     /// The members of a strided split of this team, checked as CANN checks them.
     fn strided_members(&self, start: i32, stride: i32, size: i32) -> Result<Members> {
-        let max = self.inst.transport().profile().limits.max_pes as i32;
+        let max = self.inst.fabric().profile().limits.max_pes as i32;
         let parent = self.state.members;
         if start >= max || stride >= max || size > max {
             return Err(Error::InvalidParam(format!(
@@ -583,13 +562,16 @@ impl Team {
         }
         // A reused index may hold an old team's counts: clear this PE's slot before anyone uses it.
         for state in out.iter().flatten() {
-            self.inst.transport().fill(
-                &*self.inst.inner.sync_queue,
-                me,
-                state.slot as usize,
-                0,
-                SYNC_ARRAY_SIZE as usize,
-            )?;
+            // SAFETY: the slot lies in this PE's heap's reserved area.
+            unsafe {
+                self.inst.fabric().fill(
+                    &self.inst.inner.sync_queue,
+                    me,
+                    state.slot as usize,
+                    0,
+                    SYNC_ARRAY_SIZE as usize,
+                )
+            }?;
         }
         self.sync()?;
         Ok(out
@@ -607,21 +589,16 @@ impl Team {
     /// shared teams cannot be destroyed (CANN lets the world team be destroyed; that breaks
     /// every later call, so it is refused here).
     pub fn destroy(self) -> Result<()> {
-        crate::rma::logged(
-            "team_destroy",
-            (|| {
-                self.check_live()?;
-                if self.state.index == WORLD_INDEX || self.state.index == SHARED_INDEX {
-                    return Err(Error::InvalidParam(
-                        "the world and shared teams cannot be destroyed".into(),
-                    ));
-                }
-                self.sync()?;
-                self.state.live.store(false, Ordering::Release);
-                self.inst.inner.teams.used()[self.state.index as usize] = false;
-                Ok(())
-            })(),
-        )
+        self.check_live()?;
+        if self.state.index == WORLD_INDEX || self.state.index == SHARED_INDEX {
+            return Err(Error::InvalidParam(
+                "the world and shared teams cannot be destroyed".into(),
+            ));
+        }
+        self.sync()?;
+        self.state.live.store(false, Ordering::Release);
+        self.inst.inner.teams.used()[self.state.index as usize] = false;
+        Ok(())
     }
 }
 

@@ -96,17 +96,23 @@ pub(crate) unsafe fn load(ptr: *mut u8, width: Width) -> u64 {
 }
 
 /// Applies a signal update to the word at `ptr`: a release store for SET (so data written
-/// before it is visible first), an atomic add for ADD.
+/// before it is visible first), a sequentially consistent atomic add for ADD. Returns whether
+/// the update was a read-modify-write (which orders it before a later check for sleepers
+/// without a fence).
 ///
 /// # Safety
 ///
 /// As for [`amo`].
 #[inline]
-pub(crate) unsafe fn signal(ptr: *mut u8, width: Width, op: SignalOp, value: u64) {
+pub(crate) unsafe fn signal(ptr: *mut u8, width: Width, op: SignalOp, value: u64) -> bool {
     with_atomic!(width, ptr, |a, T| match op {
-        SignalOp::Set => a.store(value as T, Ordering::Release),
+        SignalOp::Set => {
+            a.store(value as T, Ordering::Release);
+            false
+        }
         SignalOp::Add => {
-            a.fetch_add(value as T, Ordering::AcqRel);
+            a.fetch_add(value as T, Ordering::SeqCst);
+            true
         }
     })
 }

@@ -61,11 +61,25 @@ fn overlaps(slot: u64, write: u64) -> bool {
 }
 
 impl Control {
-    /// Called by a writer after it stored `len` bytes at `offset` of this PE's segment.
+    /// Called by a writer after it stored `len` bytes at `offset` of this PE's segment with
+    /// plain stores (or a release store).
     #[inline]
     pub(crate) fn notify(&self, offset: usize, len: usize) {
         fence(Ordering::SeqCst);
-        if self.sleepers.load(Ordering::Acquire) == 0 {
+        self.wake(offset, len);
+    }
+
+    /// Called by a writer after a sequentially consistent read-modify-write of the word at
+    /// `offset`: the write and the sleepers' announcement are both in the single total order of
+    /// sequentially consistent operations, so no fence is needed between them (see the tests).
+    #[inline]
+    pub(crate) fn notify_rmw(&self, offset: usize, len: usize) {
+        self.wake(offset, len);
+    }
+
+    #[inline]
+    fn wake(&self, offset: usize, len: usize) {
+        if self.sleepers.load(Ordering::SeqCst) == 0 {
             return;
         }
         let wake = self.everything.load(Ordering::Relaxed) > 0 || {

@@ -5,6 +5,8 @@
 //! - [`SimTransport`] moves data with `memcpy` and CPU atomics on the peers' mappings; waiting
 //!   PEs spin, yield or sleep on a shared futex according to [`WaitPolicy`]; a strict completion
 //!   mode (see [`SimSettings`]) delays non-blocking operations as long as the rules allow.
+//! - [`Stream`] is the asynchronous in-order executor behind stream queues (CANN's
+//!   `_on_stream` calls), the ACL runtime stand-in and kernel launches.
 //! - [`launcher`] starts a job of N PEs, supervises it and gives each PE its identity.
 //!
 //! Segments are anonymous `memfd` objects handed from PE to PE over abstract Unix sockets: no
@@ -17,9 +19,11 @@ mod fd_exchange;
 pub mod launcher;
 mod segment;
 mod settings;
+pub mod stream;
 mod strict;
 mod transport;
 mod wait;
 
 pub use settings::{SettingError, SimSettings, WaitPolicy};
+pub use stream::Stream;
 pub use transport::{SimQueue, SimTransport};

@@ -7,7 +7,7 @@
 //! CANN lays out its global virtual address space; this makes peer translation one addition.
 //!
 //! A segment is `heap` bytes of addressable memory followed by one page that holds the
-//! simulator's [`Control`] block.
+//! simulator's `Control` block.
 
 use std::ffi::c_void;
 use std::os::fd::{AsFd, OwnedFd};
@@ -17,7 +17,7 @@ use rustix::fs::{MemfdFlags, SealFlags};
 use rustix::mm::{MapFlags, ProtFlags};
 use shmem_backend::{Pe, TransportError};
 
-use crate::control::{CONTROL_SIZE, Control};
+use crate::control::CONTROL_SIZE;
 
 /// The alignment of each PE's slot in the reservation.
 const SLOT_ALIGN: usize = 2 << 20;
@@ -174,24 +174,6 @@ impl Segments {
         debug_assert!(pe < self.n_pes);
         // SAFETY: the offset stays inside the reservation of `n_pes * stride` bytes.
         unsafe { self.base.add(pe as usize * self.geometry.stride) }
-    }
-
-    /// `pe`'s control block.
-    pub(crate) fn control(&self, pe: Pe) -> &Control {
-        // SAFETY: the control page of a mapped segment holds a `Control` (all atomics, valid for
-        // any bit pattern including the initial zeros), it is suitably aligned (page aligned),
-        // and it lives as long as `self` keeps the mapping.
-        unsafe {
-            &*self
-                .slot(pe)
-                .as_ptr()
-                .add(self.geometry.control_offset())
-                .cast::<Control>()
-        }
-    }
-
-    pub(crate) fn geometry(&self) -> &Geometry {
-        &self.geometry
     }
 }
 

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use shmem_backend::{AmoOp, Pe, SignalOp, Width};
+use shmem_backend::{AmoOp, Pe, Signal, Width};
 
 /// A validated operation waiting to be performed. Addresses are already translated and checked.
 #[derive(Debug)]
@@ -28,7 +28,7 @@ pub(crate) enum Deferred {
         dst: *mut u8,
         src: *const u8,
         len: usize,
-        signal: Option<(*mut u8, Width, SignalOp, u64)>,
+        signal: Option<Signal>,
     },
     /// Copy `len` bytes from `src` (a peer's segment) to the local `dst`.
     Get {
@@ -36,10 +36,11 @@ pub(crate) enum Deferred {
         src: *const u8,
         len: usize,
     },
-    /// Perform `op` on the word at `addr` of PE `pe`, storing the old value to `fetch` if non-null.
+    /// Perform `op` on the word at `offset` of PE `pe`'s segment, storing the old value to
+    /// `fetch` if non-null.
     Amo {
         pe: Pe,
-        addr: *mut u8,
+        offset: usize,
         width: Width,
         op: AmoOp,
         fetch: *mut u8,

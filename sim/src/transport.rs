@@ -1,26 +1,32 @@
 //! [`SimTransport`]: the [`Transport`] of the simulator.
 
+use std::fmt;
 use std::ptr::NonNull;
-use std::sync::Mutex;
-use std::sync::atomic::{Ordering, fence};
+use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::{Arc, Mutex};
 
 use shmem_backend::{
-    AmoOp, Capabilities, Exchange, Limits, Pe, Profile, SegmentSpec, Signal, Strided, Transport,
-    TransportError, WaitCtl, Watch, Width,
+    AmoOp, BarrierSpec, Capabilities, Exchange, Limits, Local, LocalMut, Pe, Profile, SegmentSpec,
+    Signal, Strided, Transport, TransportError, WaitWord, Watch, Watchdog, Width, sync,
 };
 
 use crate::access;
+use crate::control::Control;
 use crate::fd_exchange::share_objects;
 use crate::segment::{Geometry, LocalObject, Segments};
 use crate::settings::{SimSettings, WaitPhases, local_pes, usable_cpus};
+use crate::stream::Stream;
 use crate::strict::{Deferred, StrictQueue};
 use crate::wait::wait_until;
 
 /// The shared-memory transport: one process per PE, every segment mapped into every process, so
 /// a put is a `memcpy` into the target's mapping and an atomic is a CPU atomic on it.
 ///
+/// It is a cheap handle (cloning shares the mappings), so that work enqueued on a stream can
+/// carry one.
+///
 /// ```
-/// use shmem_backend::{Exchange, SegmentSpec, Transport, TransportError};
+/// use shmem_backend::{Capabilities, Exchange, Local, LocalMut, Patient, SegmentSpec, Transport, TransportError};
 /// use shmem_sim::SimTransport;
 ///
 /// // A single-PE instance needs no peers; its exchange is never called.
@@ -29,38 +35,193 @@ use crate::wait::wait_until;
 ///     fn allgather(&mut self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TransportError> { Ok(vec![mine.to_vec()]) }
 ///     fn barrier(&mut self) -> Result<(), TransportError> { Ok(()) }
 /// }
-/// let spec = SegmentSpec { my_pe: 0, n_pes: 1, size: 1 << 20, label: "doc".into(), timeout: std::time::Duration::from_secs(5) };
-/// let t = SimTransport::open(&spec, &mut Alone)?;
+/// let spec = SegmentSpec {
+///     my_pe: 0, n_pes: 1, size: 1 << 20, label: "doc".into(),
+///     attach_timeout: std::time::Duration::from_secs(5),
+///     caps: Capabilities::ALL, watchdog: std::sync::Arc::new(Patient),
+/// };
+/// let t = SimTransport::open(spec, &mut Alone)?;
 /// let q = t.new_queue();
-/// t.put(&q, 0, 64, b"hello")?;
 /// let mut back = [0u8; 5];
-/// t.get(&q, 0, 64, &mut back)?;
+/// // SAFETY: PE 0 exists and both ranges lie inside the 1 MiB segment.
+/// unsafe {
+///     t.put(&q, 0, 64, Local::Host(b"hello"))?;
+///     t.get(&q, 0, 64, LocalMut::Host(&mut back))?;
+/// }
 /// assert_eq!(&back, b"hello");
-/// assert!(t.put(&q, 0, (1 << 20) - 2, b"hello").is_err()); // past the end: refused, nothing written
 /// # Ok::<(), TransportError>(())
 /// ```
-#[derive(Debug)]
+#[derive(Clone)]
 pub struct SimTransport {
-    segments: Segments,
+    shared: Arc<Shared>,
+    /// Slot 0 of the reservation; PE `i`'s segment starts `i * stride` bytes further.
+    base: NonNull<u8>,
+    stride: usize,
+    heap: usize,
+    control_at: usize,
     my_pe: Pe,
     n_pes: u32,
+}
+
+// SAFETY: the raw base pointer is an address inside the mappings that `shared` keeps alive;
+// every access through it is a byte copy or an atomic that tolerates concurrent writers (the
+// memory is shared with other processes by design).
+unsafe impl Send for SimTransport {}
+// SAFETY: as above; `&SimTransport` gives no access that needs exclusive ownership.
+unsafe impl Sync for SimTransport {}
+
+struct Shared {
+    /// Owns the reservation and the mappings that `SimTransport::base` points into.
+    _mappings: Segments,
     profile: Profile,
     phases: WaitPhases,
     settings: SimSettings,
-    next_queue: std::sync::atomic::AtomicU64,
+    watchdog: Arc<dyn Watchdog>,
+    next_queue: AtomicU64,
 }
 
-/// A completion queue of the simulator. Outside strict mode every operation completes when it is
-/// issued and the queue holds nothing.
+impl fmt::Debug for SimTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimTransport")
+            .field("my_pe", &self.my_pe)
+            .field("n_pes", &self.n_pes)
+            .field("segment_size", &self.heap)
+            .field("profile", &self.shared.profile)
+            .field("phases", &self.shared.phases)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A completion queue of the simulator: a plain one (outside strict mode every operation
+/// completes when it is issued and the queue holds nothing), or one made from a [`Stream`].
 #[derive(Debug)]
 pub struct SimQueue {
-    strict: Option<Mutex<StrictQueue>>,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Plain(Option<Mutex<StrictQueue>>),
+    Stream(Stream),
+}
+
+/// Where operations run inside stream work: at once, in order.
+static IMMEDIATE: SimQueue = SimQueue {
+    kind: Kind::Plain(None),
+};
+
+/// The source of a put carried by stream work: host bytes are copied when the work is
+/// enqueued (the caller's buffer is free again when a blocking call returns), or, for
+/// non-blocking calls, read when it runs.
+enum TaskSrc {
+    Bytes(Vec<u8>),
+    Raw(*const u8, usize),
+    Segment(usize, usize),
+    Device(u64, usize),
+}
+
+// SAFETY: a `Raw` source is valid until the stream is synchronised (the non-blocking call's
+// contract), and the stream's worker is the only thread that reads it.
+unsafe impl Send for TaskSrc {}
+
+impl TaskSrc {
+    fn copied(src: Local<'_>) -> TaskSrc {
+        match src {
+            Local::Host(b) => TaskSrc::Bytes(b.to_vec()),
+            Local::Segment { offset, len } => TaskSrc::Segment(offset, len),
+            Local::Device { addr, len } => TaskSrc::Device(addr, len),
+        }
+    }
+
+    fn borrowed(src: Local<'_>) -> TaskSrc {
+        match src {
+            Local::Host(b) => TaskSrc::Raw(b.as_ptr(), b.len()),
+            other => TaskSrc::copied(other),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// A `Raw` source is still valid.
+    unsafe fn local(&self) -> Local<'_> {
+        match self {
+            TaskSrc::Bytes(v) => Local::Host(v),
+            // SAFETY: guaranteed by the caller.
+            TaskSrc::Raw(p, len) => Local::Host(unsafe { std::slice::from_raw_parts(*p, *len) }),
+            TaskSrc::Segment(offset, len) => Local::Segment {
+                offset: *offset,
+                len: *len,
+            },
+            TaskSrc::Device(addr, len) => Local::Device {
+                addr: *addr,
+                len: *len,
+            },
+        }
+    }
+}
+
+/// The destination of a get carried by stream work.
+enum TaskDst {
+    Raw(*mut u8, usize),
+    Segment(usize, usize),
+    Device(u64, usize),
+}
+
+// SAFETY: a `Raw` destination stays valid and untouched until the work has run (the caller
+// waits for it, or the non-blocking call's contract holds it until the stream is
+// synchronised); only the stream's worker writes it.
+unsafe impl Send for TaskDst {}
+
+impl TaskDst {
+    fn new(dst: LocalMut<'_>) -> TaskDst {
+        match dst {
+            LocalMut::Host(b) => TaskDst::Raw(b.as_mut_ptr(), b.len()),
+            LocalMut::Segment { offset, len } => TaskDst::Segment(offset, len),
+            LocalMut::Device { addr, len } => TaskDst::Device(addr, len),
+        }
+    }
+
+    fn is_host(&self) -> bool {
+        matches!(self, TaskDst::Raw(..))
+    }
+
+    /// # Safety
+    ///
+    /// A `Raw` destination is still valid and not accessed by anyone else.
+    unsafe fn local(&mut self) -> LocalMut<'_> {
+        match self {
+            TaskDst::Raw(p, len) => {
+                // SAFETY: guaranteed by the caller.
+                LocalMut::Host(unsafe { std::slice::from_raw_parts_mut(*p, *len) })
+            }
+            TaskDst::Segment(offset, len) => LocalMut::Segment {
+                offset: *offset,
+                len: *len,
+            },
+            TaskDst::Device(addr, len) => LocalMut::Device {
+                addr: *addr,
+                len: *len,
+            },
+        }
+    }
+}
+
+/// A raw fetch address carried by stream work.
+struct FetchPtr(*mut u8);
+
+// SAFETY: the non-blocking atomic's contract keeps the address valid and untouched until the
+// stream is synchronised; only the stream's worker writes it.
+unsafe impl Send for FetchPtr {}
+
+fn lock(m: &Mutex<StrictQueue>) -> std::sync::MutexGuard<'_, StrictQueue> {
+    // A panic while holding the queue cannot leave it inconsistent enough to matter: continue.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl SimTransport {
     /// Opens the segment with explicit settings instead of the environment's.
     pub fn open_with(
-        spec: &SegmentSpec,
+        spec: SegmentSpec,
         exchange: &mut dyn Exchange,
         settings: SimSettings,
     ) -> Result<Self, TransportError> {
@@ -86,7 +247,7 @@ impl SimTransport {
                 &object.fd,
                 geometry.object_len as u64,
                 exchange,
-                spec.timeout,
+                spec.attach_timeout,
             )?;
             for (pe, fd) in peers.into_iter().enumerate() {
                 if let Some(fd) = fd {
@@ -109,113 +270,86 @@ impl SimTransport {
             strict = settings.strict,
             "sim segment attached"
         );
+        let base = segments.slot(0);
         Ok(SimTransport {
-            segments,
+            base,
+            stride: geometry.stride,
+            heap: geometry.heap,
+            control_at: geometry.control_offset(),
             my_pe: spec.my_pe,
             n_pes: spec.n_pes,
-            profile: Profile {
-                name: "sim",
-                limits: Limits::CANN,
-                caps: Capabilities {
-                    load_store: true,
-                    host_atomics: true,
-                    strict_completion: settings.strict,
+            shared: Arc::new(Shared {
+                _mappings: segments,
+                profile: Profile {
+                    name: "sim",
+                    limits: Limits::CANN,
+                    caps: Capabilities::ALL.restrict(spec.caps),
+                    strict: settings.strict,
                 },
-            },
-            phases,
-            settings,
-            next_queue: std::sync::atomic::AtomicU64::new(0),
+                phases,
+                settings,
+                watchdog: spec.watchdog,
+                next_queue: AtomicU64::new(0),
+            }),
         })
     }
 
     /// The settings the transport was opened with.
     pub fn settings(&self) -> &SimSettings {
-        &self.settings
+        &self.shared.settings
     }
 
-    fn check_pe(&self, pe: Pe) -> Result<(), TransportError> {
-        if pe < self.n_pes {
-            Ok(())
-        } else {
-            Err(TransportError::InvalidPe {
-                pe,
-                n_pes: self.n_pes,
-            })
+    /// The start of `pe`'s segment.
+    #[inline]
+    fn slot(&self, pe: Pe) -> *mut u8 {
+        debug_assert!(pe < self.n_pes);
+        // SAFETY: `pe < n_pes` (the caller's precondition), so the offset stays inside the
+        // reservation of `n_pes * stride` bytes.
+        unsafe { self.base.as_ptr().add(pe as usize * self.stride) }
+    }
+
+    /// The address of byte `offset` of `pe`'s segment.
+    #[inline]
+    fn at(&self, pe: Pe, offset: usize) -> *mut u8 {
+        debug_assert!(offset <= self.heap);
+        // SAFETY: `offset <= heap <= stride` (the data path's precondition).
+        unsafe { self.slot(pe).add(offset) }
+    }
+
+    /// `pe`'s control block.
+    #[inline]
+    fn control(&self, pe: Pe) -> &Control {
+        // SAFETY: the control page of a mapped segment holds a `Control` (all atomics, valid for
+        // any bit pattern including the initial zeros), it is page aligned, and `shared` keeps
+        // the mapping alive as long as `self`.
+        unsafe { &*self.slot(pe).add(self.control_at).cast::<Control>() }
+    }
+
+    /// Where the bytes of `src` are.
+    #[inline]
+    fn src_ptr(&self, src: &Local<'_>) -> *const u8 {
+        match *src {
+            Local::Host(b) => b.as_ptr(),
+            Local::Segment { offset, .. } => self.at(self.my_pe, offset),
+            Local::Device { addr, .. } => addr as usize as *const u8,
         }
     }
 
-    /// The address of `len` bytes at `offset` of `pe`'s segment, if they lie inside it.
-    fn addr(&self, pe: Pe, offset: usize, len: usize) -> Result<*mut u8, TransportError> {
-        self.check_pe(pe)?;
-        let size = self.segments.geometry().heap;
-        match offset.checked_add(len) {
-            Some(end) if end <= size => {
-                // SAFETY: `offset + len <= size <= stride`, so the address stays inside `pe`'s
-                // mapped slot.
-                Ok(unsafe { self.segments.slot(pe).as_ptr().add(offset) })
-            }
-            _ => Err(TransportError::OutOfBounds {
-                pe,
-                offset: offset as u64,
-                len: len as u64,
-                size: size as u64,
-            }),
+    /// Where the bytes of `dst` are.
+    #[inline]
+    fn dst_ptr(&self, dst: &mut LocalMut<'_>) -> *mut u8 {
+        match dst {
+            LocalMut::Host(b) => b.as_mut_ptr(),
+            LocalMut::Segment { offset, .. } => self.at(self.my_pe, *offset),
+            LocalMut::Device { addr, .. } => *addr as usize as *mut u8,
         }
     }
 
-    /// The address of an aligned `width` word at `offset` of `pe`'s segment.
-    fn word(&self, pe: Pe, offset: usize, width: Width) -> Result<*mut u8, TransportError> {
-        if !offset.is_multiple_of(width.bytes()) {
-            return Err(TransportError::Misaligned {
-                offset: offset as u64,
-                width: width.bytes(),
-            });
-        }
-        self.addr(pe, offset, width.bytes())
-    }
-
-    /// The address of element 0 of a strided access to `pe`, after checking its whole span.
-    fn strided(
-        &self,
-        pe: Pe,
-        at: Strided,
-        elem_size: usize,
-        nelems: usize,
-    ) -> Result<*mut u8, TransportError> {
-        self.check_pe(pe)?;
-        let size = self.segments.geometry().heap as u64;
-        match at.span(elem_size, nelems) {
-            Some((lo, hi)) if hi <= size => {
-                debug_assert!(lo <= at.first as u64);
-                // SAFETY: element 0 starts inside the checked span, which lies in the segment.
-                Ok(unsafe { self.segments.slot(pe).as_ptr().add(at.first) })
-            }
-            span => Err(TransportError::OutOfBounds {
-                pe,
-                offset: span.map_or(at.first as u64, |s| s.0),
-                len: span.map_or(u64::MAX, |(lo, hi)| hi - lo),
-                size,
-            }),
-        }
-    }
-
-    fn check_local(
-        buf_len: usize,
-        at: Strided,
-        elem_size: usize,
-        nelems: usize,
-    ) -> Result<(), TransportError> {
-        match at.span(elem_size, nelems) {
-            Some((_, hi)) if hi <= buf_len as u64 => Ok(()),
-            span => Err(TransportError::LocalBuffer {
-                len: buf_len,
-                needed: span.map_or(u64::MAX, |s| s.1),
-            }),
-        }
-    }
-
-    fn signal_word(&self, pe: Pe, sig: &Signal) -> Result<*mut u8, TransportError> {
-        self.word(pe, sig.offset, sig.width)
+    /// Wakes `pe`'s sleepers that watch the `len` bytes at segment offset `offset`, after plain
+    /// stores.
+    #[inline]
+    fn notify(&self, pe: Pe, offset: usize, len: usize) {
+        self.control(pe).notify(offset, len);
     }
 
     /// Performs a validated operation now.
@@ -228,83 +362,95 @@ impl SimTransport {
                 len,
                 signal,
             } => {
-                // SAFETY: `dst` was bounds-checked against `pe`'s mapping when the operation was
-                // issued; `src` is valid per the issuing call's contract.
+                // SAFETY: `dst` lies in `pe`'s mapping and `src` is readable (the issuing call's
+                // contract).
                 unsafe { access::copy(dst, src, len) };
-                let (mut lo, mut hi) = (dst as usize, dst as usize + len);
-                if let Some((sig, width, op, value)) = signal {
-                    // SAFETY: checked and aligned when issued; the release store orders it
-                    // after the data.
-                    unsafe { access::signal(sig, width, op, value) };
-                    lo = lo.min(sig as usize);
-                    hi = hi.max(sig as usize + width.bytes());
+                let off = dst as usize - self.slot(pe) as usize;
+                match signal {
+                    None => self.notify(pe, off, len),
+                    Some(sig) => {
+                        let addr = self.at(pe, sig.offset);
+                        // SAFETY: an aligned signal word inside the segment; its update comes
+                        // after the data (release, or a sequentially consistent add).
+                        let rmw = unsafe { access::signal(addr, sig.width, sig.op, sig.value) };
+                        let end = (off + len).max(sig.offset + sig.width.bytes());
+                        let lo = off.min(sig.offset);
+                        if rmw {
+                            self.control(pe).notify_rmw(lo, end - lo);
+                        } else {
+                            self.notify(pe, lo, end - lo);
+                        }
+                    }
                 }
-                self.notify(pe, lo as *const u8, hi - lo);
             }
             Deferred::Get { dst, src, len } => {
-                // SAFETY: `src` was bounds-checked when issued; `dst` is valid per the contract.
+                // SAFETY: `src` lies in a mapping and `dst` is writable (the contract).
                 unsafe { access::copy(dst, src, len) };
             }
             Deferred::Amo {
                 pe,
-                addr,
+                offset,
                 width,
                 op,
                 fetch,
             } => {
-                // SAFETY: `addr` was bounds-checked and aligned when issued.
-                let old = unsafe { access::amo(addr, width, op) };
+                // SAFETY: an aligned word inside `pe`'s segment.
+                let old = unsafe { access::amo(self.at(pe, offset), width, op) };
                 if !fetch.is_null() {
                     // SAFETY: a non-null `fetch` is valid per `atomic_nbi`'s contract.
                     unsafe { access::write_value(fetch, width, old) };
                 }
                 if op.writes() {
-                    self.notify(pe, addr, width.bytes());
+                    // The sequentially consistent read-modify-write orders the update before
+                    // the check for sleepers.
+                    self.control(pe).notify_rmw(offset, width.bytes());
                 }
             }
         }
     }
 
-    /// Wakes `pe`'s sleepers that watch the `len` bytes at `addr` (an address in its slot).
+    /// A blocking update or atomic on a plain queue: in strict mode, first completes what an
+    /// earlier fence ordered ahead of it; then performs it.
     #[inline]
-    fn notify(&self, pe: Pe, addr: *const u8, len: usize) {
-        let offset = addr as usize - self.segments.slot(pe).as_ptr() as usize;
-        self.segments.control(pe).notify(offset, len);
+    fn blocking(&self, strict: &Option<Mutex<StrictQueue>>, pe: Pe, op: Deferred) {
+        if let Some(m) = strict {
+            lock(m).complete_fenced(pe, &mut |d| self.execute(d));
+        }
+        self.execute(op);
     }
 
-    /// Issues a non-blocking operation: performed now, or held in strict mode.
-    fn issue(&self, q: &SimQueue, pe: Pe, op: Deferred) {
-        match &q.strict {
+    /// A non-blocking operation on a plain queue: performed now, or held in strict mode.
+    #[inline]
+    fn issue(&self, strict: &Option<Mutex<StrictQueue>>, pe: Pe, op: Deferred) {
+        match strict {
             None => self.execute(op),
             Some(m) => lock(m).push(pe, op, &mut |d| self.execute(d)),
         }
     }
 
-    /// Before a blocking update or atomic on `pe`: completes what an earlier fence ordered
-    /// ahead of it.
-    fn before_blocking(&self, q: &SimQueue, pe: Pe) {
-        if let Some(m) = &q.strict {
-            lock(m).complete_fenced(pe, &mut |d| self.execute(d));
+    fn put_op(&self, pe: Pe, dst: usize, src: &Local<'_>, signal: Option<Signal>) -> Deferred {
+        Deferred::Put {
+            pe,
+            dst: self.at(pe, dst),
+            src: self.src_ptr(src),
+            len: src.len(),
+            signal,
         }
     }
 }
 
-fn lock(m: &Mutex<StrictQueue>) -> std::sync::MutexGuard<'_, StrictQueue> {
-    // A panic while holding the queue cannot leave it inconsistent enough to matter: continue.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl Transport for SimTransport {
     type Queue = SimQueue;
+    type Stream = Stream;
 
-    fn open(spec: &SegmentSpec, exchange: &mut dyn Exchange) -> Result<Self, TransportError> {
+    fn open(spec: SegmentSpec, exchange: &mut dyn Exchange) -> Result<Self, TransportError> {
         let settings =
             SimSettings::from_env().map_err(|e| TransportError::Attach(e.to_string()))?;
         SimTransport::open_with(spec, exchange, settings)
     }
 
     fn profile(&self) -> &Profile {
-        &self.profile
+        &self.shared.profile
     }
 
     fn my_pe(&self) -> Pe {
@@ -316,63 +462,103 @@ impl Transport for SimTransport {
     }
 
     fn segment_size(&self) -> usize {
-        self.segments.geometry().heap
+        self.heap
     }
 
-    fn segment_ptr(&self, pe: Pe) -> Option<NonNull<u8>> {
-        (pe < self.n_pes).then(|| self.segments.slot(pe))
+    fn segment_base(&self, pe: Pe) -> u64 {
+        self.slot(pe) as usize as u64
+    }
+
+    fn host_mapping(&self, pe: Pe) -> Option<NonNull<u8>> {
+        (self.shared.profile.caps.host_mapping && pe < self.n_pes)
+            .then(|| NonNull::new(self.slot(pe)).expect("a mapping is never null"))
+    }
+
+    fn watchdog(&self) -> &dyn Watchdog {
+        &*self.shared.watchdog
     }
 
     fn new_queue(&self) -> SimQueue {
-        let strict = self.settings.strict.then(|| {
-            let n = self.next_queue.fetch_add(1, Ordering::Relaxed);
-            let seed = match self.settings.strict_seed {
-                Some(s) => s ^ (u64::from(self.my_pe) << 32) ^ n,
+        let s = &self.shared.settings;
+        let strict = s.strict.then(|| {
+            let n = self.shared.next_queue.fetch_add(1, Ordering::Relaxed);
+            let seed = match s.strict_seed {
+                Some(seed) => seed ^ (u64::from(self.my_pe) << 32) ^ n,
                 None => rand::random(),
             };
             tracing::debug!(pe = self.my_pe, seed, "strict completion queue");
-            Mutex::new(StrictQueue::new(seed, self.settings.strict_early))
+            Mutex::new(StrictQueue::new(seed, s.strict_early))
         });
-        SimQueue { strict }
+        SimQueue {
+            kind: Kind::Plain(strict),
+        }
     }
 
-    fn put(&self, q: &SimQueue, pe: Pe, dst: usize, src: &[u8]) -> Result<(), TransportError> {
-        let to = self.addr(pe, dst, src.len())?;
-        self.before_blocking(q, pe);
-        self.execute(Deferred::Put {
-            pe,
-            dst: to,
-            src: src.as_ptr(),
-            len: src.len(),
-            signal: None,
-        });
+    fn stream_queue(&self, stream: &Stream) -> Result<SimQueue, TransportError> {
+        Ok(SimQueue {
+            kind: Kind::Stream(stream.clone()),
+        })
+    }
+
+    fn register_device(&self, _addr: u64, _len: usize) -> Result<(), TransportError> {
+        // Simulated device memory is memory of this process: nothing to pin or map.
         Ok(())
     }
 
-    fn get(&self, _q: &SimQueue, pe: Pe, src: usize, dst: &mut [u8]) -> Result<(), TransportError> {
-        let from = self.addr(pe, src, dst.len())?;
-        self.execute(Deferred::Get {
-            dst: dst.as_mut_ptr(),
-            src: from,
-            len: dst.len(),
-        });
+    fn deregister_device(&self, _addr: u64, _len: usize) -> Result<(), TransportError> {
         Ok(())
     }
 
-    fn fill(
+    unsafe fn put(
         &self,
         q: &SimQueue,
         pe: Pe,
         dst: usize,
-        byte: u8,
-        len: usize,
+        src: Local<'_>,
     ) -> Result<(), TransportError> {
-        let to = self.addr(pe, dst, len)?;
-        self.before_blocking(q, pe);
-        // SAFETY: `to..to+len` was bounds-checked against `pe`'s mapping.
-        unsafe { std::ptr::write_bytes(to, byte, len) };
-        self.notify(pe, to, len);
-        Ok(())
+        match &q.kind {
+            Kind::Plain(strict) => {
+                self.blocking(strict, pe, self.put_op(pe, dst, &src, None));
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let (t, src) = (self.clone(), TaskSrc::copied(src));
+                // SAFETY: the core validated the put; the source is owned by the task.
+                s.enqueue(move || unsafe { t.put(&IMMEDIATE, pe, dst, src.local()) });
+                Ok(())
+            }
+        }
+    }
+
+    unsafe fn get(
+        &self,
+        q: &SimQueue,
+        pe: Pe,
+        src: usize,
+        mut dst: LocalMut<'_>,
+    ) -> Result<(), TransportError> {
+        match &q.kind {
+            Kind::Plain(_) => {
+                self.execute(Deferred::Get {
+                    dst: self.dst_ptr(&mut dst),
+                    src: self.at(pe, src),
+                    len: dst.len(),
+                });
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let (t, mut dst) = (self.clone(), TaskDst::new(dst));
+                let host = dst.is_host();
+                // SAFETY: the core validated the get; a host destination is waited for below.
+                let task = move || unsafe { t.get(&IMMEDIATE, pe, src, dst.local()) };
+                if host {
+                    s.call(task)
+                } else {
+                    s.enqueue(task);
+                    Ok(())
+                }
+            }
+        }
     }
 
     unsafe fn put_nbi(
@@ -380,22 +566,21 @@ impl Transport for SimTransport {
         q: &SimQueue,
         pe: Pe,
         dst: usize,
-        src: *const u8,
-        len: usize,
+        src: Local<'_>,
     ) -> Result<(), TransportError> {
-        let to = self.addr(pe, dst, len)?;
-        self.issue(
-            q,
-            pe,
-            Deferred::Put {
-                pe,
-                dst: to,
-                src,
-                len,
-                signal: None,
-            },
-        );
-        Ok(())
+        match &q.kind {
+            Kind::Plain(strict) => {
+                self.issue(strict, pe, self.put_op(pe, dst, &src, None));
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let (t, src) = (self.clone(), TaskSrc::borrowed(src));
+                // SAFETY: validated by the core; a host source lives until the stream is
+                // synchronised (this call's contract).
+                s.enqueue(move || unsafe { t.put(&IMMEDIATE, pe, dst, src.local()) });
+                Ok(())
+            }
+        }
     }
 
     unsafe fn get_nbi(
@@ -403,81 +588,152 @@ impl Transport for SimTransport {
         q: &SimQueue,
         pe: Pe,
         src: usize,
-        dst: *mut u8,
-        len: usize,
+        mut dst: LocalMut<'_>,
     ) -> Result<(), TransportError> {
-        let from = self.addr(pe, src, len)?;
-        self.issue(
-            q,
-            pe,
-            Deferred::Get {
-                dst,
-                src: from,
-                len,
-            },
-        );
-        Ok(())
+        match &q.kind {
+            Kind::Plain(strict) => {
+                let op = Deferred::Get {
+                    dst: self.dst_ptr(&mut dst),
+                    src: self.at(pe, src),
+                    len: dst.len(),
+                };
+                self.issue(strict, pe, op);
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let (t, mut dst) = (self.clone(), TaskDst::new(dst));
+                // SAFETY: validated by the core; a host destination lives until the stream is
+                // synchronised (this call's contract).
+                s.enqueue(move || unsafe { t.get(&IMMEDIATE, pe, src, dst.local()) });
+                Ok(())
+            }
+        }
     }
 
-    fn iput(
+    unsafe fn iput(
         &self,
         q: &SimQueue,
         pe: Pe,
         dst: Strided,
-        src: &[u8],
+        src: Local<'_>,
         src_layout: Strided,
         elem_size: usize,
         nelems: usize,
     ) -> Result<(), TransportError> {
-        let to = self.strided(pe, dst, elem_size, nelems)?;
-        Self::check_local(src.len(), src_layout, elem_size, nelems)?;
-        self.before_blocking(q, pe);
+        let strict = match &q.kind {
+            Kind::Plain(strict) => strict,
+            Kind::Stream(s) => {
+                let (t, src) = (self.clone(), TaskSrc::copied(src));
+                s.enqueue(move || {
+                    // SAFETY: validated by the core; the source is owned by the task.
+                    unsafe {
+                        t.iput(
+                            &IMMEDIATE,
+                            pe,
+                            dst,
+                            src.local(),
+                            src_layout,
+                            elem_size,
+                            nelems,
+                        )
+                    }
+                });
+                return Ok(());
+            }
+        };
+        if let Some(m) = strict {
+            lock(m).complete_fenced(pe, &mut |d| self.execute(d));
+        }
+        let (to, from) = (self.at(pe, dst.first), self.src_ptr(&src));
         for i in 0..nelems as isize {
-            // SAFETY: both spans were checked, so every element lies inside its mapping/buffer.
+            // SAFETY: both spans were checked by the core, so every element lies inside its
+            // segment or buffer.
             unsafe {
                 let d = to.offset(i * dst.stride);
-                let s = src
-                    .as_ptr()
-                    .add(src_layout.first)
-                    .offset(i * src_layout.stride);
+                let s = from.add(src_layout.first).offset(i * src_layout.stride);
                 access::copy(d, s, elem_size);
             }
         }
         if let Some((lo, hi)) = dst.span(elem_size, nelems) {
-            self.segments
-                .control(pe)
-                .notify(lo as usize, (hi - lo) as usize);
+            self.notify(pe, lo as usize, (hi - lo) as usize);
         }
         Ok(())
     }
 
-    fn iget(
+    unsafe fn iget(
         &self,
-        _q: &SimQueue,
+        q: &SimQueue,
         pe: Pe,
         src: Strided,
-        dst: &mut [u8],
+        mut dst: LocalMut<'_>,
         dst_layout: Strided,
         elem_size: usize,
         nelems: usize,
     ) -> Result<(), TransportError> {
-        let from = self.strided(pe, src, elem_size, nelems)?;
-        Self::check_local(dst.len(), dst_layout, elem_size, nelems)?;
+        if let Kind::Stream(s) = &q.kind {
+            let (t, mut dst) = (self.clone(), TaskDst::new(dst));
+            let host = dst.is_host();
+            let task = move || {
+                // SAFETY: validated by the core; a host destination is waited for below.
+                unsafe {
+                    t.iget(
+                        &IMMEDIATE,
+                        pe,
+                        src,
+                        dst.local(),
+                        dst_layout,
+                        elem_size,
+                        nelems,
+                    )
+                }
+            };
+            if host {
+                return s.call(task);
+            }
+            s.enqueue(task);
+            return Ok(());
+        }
+        let (from, to) = (self.at(pe, src.first), self.dst_ptr(&mut dst));
         for i in 0..nelems as isize {
-            // SAFETY: both spans were checked, so every element lies inside its mapping/buffer.
+            // SAFETY: both spans were checked by the core, so every element lies inside its
+            // segment or buffer.
             unsafe {
                 let s = from.offset(i * src.stride);
-                let d = dst
-                    .as_mut_ptr()
-                    .add(dst_layout.first)
-                    .offset(i * dst_layout.stride);
+                let d = to.add(dst_layout.first).offset(i * dst_layout.stride);
                 access::copy(d, s, elem_size);
             }
         }
         Ok(())
     }
 
-    fn atomic(
+    unsafe fn fill(
+        &self,
+        q: &SimQueue,
+        pe: Pe,
+        dst: usize,
+        byte: u8,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        match &q.kind {
+            Kind::Plain(strict) => {
+                if let Some(m) = strict {
+                    lock(m).complete_fenced(pe, &mut |d| self.execute(d));
+                }
+                // SAFETY: `dst..dst+len` lies inside `pe`'s segment (checked by the core).
+                unsafe { std::ptr::write_bytes(self.at(pe, dst), byte, len) };
+                self.notify(pe, dst, len);
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let t = self.clone();
+                // SAFETY: validated by the core.
+                s.enqueue(move || unsafe { t.fill(&IMMEDIATE, pe, dst, byte, len) });
+                Ok(())
+            }
+        }
+    }
+
+    unsafe fn atomic(
         &self,
         q: &SimQueue,
         pe: Pe,
@@ -485,16 +741,35 @@ impl Transport for SimTransport {
         width: Width,
         op: AmoOp,
     ) -> Result<u64, TransportError> {
-        let addr = self.word(pe, offset, width)?;
-        // Fence orders every blocking atomic behind the operations before it, the fetch-only
-        // ones included (OpenSHMEM's ordering table lists blocking AMOs as fenced).
-        self.before_blocking(q, pe);
-        // SAFETY: bounds-checked and aligned above.
-        let old = unsafe { access::amo(addr, width, op) };
-        if op.writes() {
-            self.notify(pe, addr, width.bytes());
+        match &q.kind {
+            Kind::Plain(strict) => {
+                // Fence orders every blocking atomic behind the operations before it, the
+                // fetch-only ones included (OpenSHMEM's ordering table lists blocking AMOs as
+                // fenced).
+                if let Some(m) = strict {
+                    lock(m).complete_fenced(pe, &mut |d| self.execute(d));
+                }
+                // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
+                let old = unsafe { access::amo(self.at(pe, offset), width, op) };
+                if op.writes() {
+                    self.control(pe).notify_rmw(offset, width.bytes());
+                }
+                Ok(old)
+            }
+            Kind::Stream(s) => {
+                let t = self.clone();
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                s.call(move || {
+                    // SAFETY: validated by the core.
+                    let old = unsafe { t.atomic(&IMMEDIATE, pe, offset, width, op) }?;
+                    let _ = tx.send(old);
+                    Ok(())
+                })?;
+                rx.recv().map_err(|_| {
+                    TransportError::Attach("a stream atomic ended without a result".into())
+                })
+            }
         }
-        Ok(old)
     }
 
     unsafe fn atomic_nbi(
@@ -506,49 +781,76 @@ impl Transport for SimTransport {
         op: AmoOp,
         fetch: *mut u8,
     ) -> Result<(), TransportError> {
-        let addr = self.word(pe, offset, width)?;
-        self.issue(
-            q,
-            pe,
-            Deferred::Amo {
-                pe,
-                addr,
-                width,
-                op,
-                fetch,
-            },
-        );
-        Ok(())
+        match &q.kind {
+            Kind::Plain(strict) => {
+                let op = Deferred::Amo {
+                    pe,
+                    offset,
+                    width,
+                    op,
+                    fetch,
+                };
+                self.issue(strict, pe, op);
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let (t, fetch) = (self.clone(), FetchPtr(fetch));
+                s.enqueue(move || {
+                    let fetch = fetch;
+                    // SAFETY: validated by the core; `fetch` is valid per this call's contract.
+                    unsafe { t.atomic_nbi(&IMMEDIATE, pe, offset, width, op, fetch.0) }
+                });
+                Ok(())
+            }
+        }
     }
 
-    fn signal(&self, q: &SimQueue, pe: Pe, sig: Signal) -> Result<(), TransportError> {
-        let addr = self.signal_word(pe, &sig)?;
-        self.before_blocking(q, pe);
-        // SAFETY: bounds-checked and aligned above.
-        unsafe { access::signal(addr, sig.width, sig.op, sig.value) };
-        self.notify(pe, addr, sig.width.bytes());
-        Ok(())
+    unsafe fn signal(&self, q: &SimQueue, pe: Pe, sig: Signal) -> Result<(), TransportError> {
+        match &q.kind {
+            Kind::Plain(strict) => {
+                if let Some(m) = strict {
+                    lock(m).complete_fenced(pe, &mut |d| self.execute(d));
+                }
+                // SAFETY: an aligned signal word inside `pe`'s segment (checked by the core).
+                let rmw = unsafe {
+                    access::signal(self.at(pe, sig.offset), sig.width, sig.op, sig.value)
+                };
+                if rmw {
+                    self.control(pe).notify_rmw(sig.offset, sig.width.bytes());
+                } else {
+                    self.notify(pe, sig.offset, sig.width.bytes());
+                }
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let t = self.clone();
+                // SAFETY: validated by the core.
+                s.enqueue(move || unsafe { t.signal(&IMMEDIATE, pe, sig) });
+                Ok(())
+            }
+        }
     }
 
-    fn put_signal(
+    unsafe fn put_signal(
         &self,
         q: &SimQueue,
         pe: Pe,
         dst: usize,
-        src: &[u8],
+        src: Local<'_>,
         sig: Signal,
     ) -> Result<(), TransportError> {
-        let to = self.addr(pe, dst, src.len())?;
-        let s = self.signal_word(pe, &sig)?;
-        self.before_blocking(q, pe);
-        self.execute(Deferred::Put {
-            pe,
-            dst: to,
-            src: src.as_ptr(),
-            len: src.len(),
-            signal: Some((s, sig.width, sig.op, sig.value)),
-        });
-        Ok(())
+        match &q.kind {
+            Kind::Plain(strict) => {
+                self.blocking(strict, pe, self.put_op(pe, dst, &src, Some(sig)));
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let (t, src) = (self.clone(), TaskSrc::copied(src));
+                // SAFETY: validated by the core; the source is owned by the task.
+                s.enqueue(move || unsafe { t.put_signal(&IMMEDIATE, pe, dst, src.local(), sig) });
+                Ok(())
+            }
+        }
     }
 
     unsafe fn put_signal_nbi(
@@ -556,60 +858,103 @@ impl Transport for SimTransport {
         q: &SimQueue,
         pe: Pe,
         dst: usize,
-        src: *const u8,
-        len: usize,
+        src: Local<'_>,
         sig: Signal,
     ) -> Result<(), TransportError> {
-        let to = self.addr(pe, dst, len)?;
-        let s = self.signal_word(pe, &sig)?;
-        self.issue(
-            q,
-            pe,
-            Deferred::Put {
-                pe,
-                dst: to,
-                src,
-                len,
-                signal: Some((s, sig.width, sig.op, sig.value)),
-            },
-        );
-        Ok(())
+        match &q.kind {
+            Kind::Plain(strict) => {
+                self.issue(strict, pe, self.put_op(pe, dst, &src, Some(sig)));
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let (t, src) = (self.clone(), TaskSrc::borrowed(src));
+                // SAFETY: validated by the core; a host source lives until the stream is
+                // synchronised (this call's contract).
+                s.enqueue(move || unsafe { t.put_signal(&IMMEDIATE, pe, dst, src.local(), sig) });
+                Ok(())
+            }
+        }
     }
 
     fn fence(&self, q: &SimQueue) -> Result<(), TransportError> {
-        match &q.strict {
-            None => fence(Ordering::Release),
-            Some(m) => lock(m).fence(),
+        match &q.kind {
+            Kind::Plain(None) => fence(Ordering::Release),
+            Kind::Plain(Some(m)) => lock(m).fence(),
+            // A stream runs its work in order: it is fenced already.
+            Kind::Stream(_) => {}
         }
         Ok(())
     }
 
     fn quiet(&self, q: &SimQueue) -> Result<(), TransportError> {
-        if let Some(m) = &q.strict {
-            lock(m).complete_all(&mut |d| self.execute(d));
+        match &q.kind {
+            Kind::Plain(strict) => {
+                if let Some(m) = strict {
+                    lock(m).complete_all(&mut |d| self.execute(d));
+                }
+                fence(Ordering::SeqCst);
+                Ok(())
+            }
+            Kind::Stream(s) => s.synchronize(),
         }
-        fence(Ordering::SeqCst);
-        Ok(())
     }
 
-    fn load(&self, offset: usize, width: Width) -> Result<u64, TransportError> {
-        let addr = self.word(self.my_pe, offset, width)?;
-        // SAFETY: bounds-checked and aligned above.
-        Ok(unsafe { access::load(addr, width) })
+    unsafe fn load(&self, offset: usize, width: Width) -> Result<u64, TransportError> {
+        // SAFETY: an aligned word inside this PE's segment (the caller's contract).
+        Ok(unsafe { access::load(self.at(self.my_pe, offset), width) })
     }
 
     fn wait_local(
         &self,
         watch: Watch,
-        pred: &mut dyn FnMut() -> bool,
-        ctl: &WaitCtl<'_>,
+        what: &dyn fmt::Display,
+        pred: &mut dyn FnMut() -> Result<bool, TransportError>,
     ) -> Result<(), TransportError> {
         wait_until(
-            self.segments.control(self.my_pe),
+            self.control(self.my_pe),
             watch,
-            self.phases,
+            self.shared.phases,
+            &*self.shared.watchdog,
+            what,
             pred,
-            ctl,
         )
+    }
+
+    unsafe fn wait_until(
+        &self,
+        q: &SimQueue,
+        w: WaitWord,
+        what: &dyn fmt::Display,
+    ) -> Result<Option<u64>, TransportError> {
+        match &q.kind {
+            Kind::Plain(_) => {
+                // SAFETY: forwarded from this function's contract.
+                unsafe { sync::wait_word(self, w, what) }.map(Some)
+            }
+            Kind::Stream(s) => {
+                let (t, what) = (self.clone(), what.to_string());
+                // SAFETY: forwarded from this function's contract.
+                s.enqueue(move || unsafe { sync::wait_word(&t, w, &what) }.map(|_| ()));
+                Ok(None)
+            }
+        }
+    }
+
+    unsafe fn barrier(
+        &self,
+        q: &SimQueue,
+        b: &BarrierSpec,
+        what: &dyn fmt::Display,
+    ) -> Result<(), TransportError> {
+        match &q.kind {
+            // SAFETY: forwarded from this function's contract.
+            Kind::Plain(_) => unsafe { sync::tree_barrier(self, q, b, what) },
+            Kind::Stream(s) => {
+                let (t, b, what) = (self.clone(), *b, what.to_string());
+                // SAFETY: forwarded from this function's contract.
+                s.enqueue(move || unsafe { sync::tree_barrier(&t, &IMMEDIATE, &b, &what) });
+                Ok(())
+            }
+        }
     }
 }

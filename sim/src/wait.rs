@@ -1,31 +1,35 @@
 //! Waiting for a condition on this PE's own segment: spin, then yield, then sleep on the
 //! segment's futex, as the resolved [`WaitPhases`] say.
 
-use std::time::{Duration, Instant};
+use std::fmt;
+use std::time::Instant;
 
-use shmem_backend::{TransportError, WaitCtl, Watch};
+use shmem_backend::{TransportError, Watch, Watchdog};
 
 use crate::control::Control;
 use crate::settings::WaitPhases;
 
-/// Blocks until `pred` holds, the deadline passes, or the liveness check fails.
+/// Blocks until `pred` holds or fails, or the watchdog ends the wait.
 pub(crate) fn wait_until(
     control: &Control,
     watch: Watch,
     phases: WaitPhases,
-    pred: &mut dyn FnMut() -> bool,
-    ctl: &WaitCtl<'_>,
+    watchdog: &dyn Watchdog,
+    what: &dyn fmt::Display,
+    pred: &mut dyn FnMut() -> Result<bool, TransportError>,
 ) -> Result<(), TransportError> {
-    if pred() {
+    if pred()? {
         return Ok(());
     }
+    // From here on this thread may be waiting for held stream work.
+    crate::stream::release_held();
     let start = Instant::now();
     if !phases.spin.is_zero() {
         let end = start + phases.spin;
         loop {
             for _ in 0..64 {
                 std::hint::spin_loop();
-                if pred() {
+                if pred()? {
                     return Ok(());
                 }
             }
@@ -38,7 +42,7 @@ pub(crate) fn wait_until(
         let end = Instant::now() + phases.yield_for;
         loop {
             std::thread::yield_now();
-            if pred() {
+            if pred()? {
                 return Ok(());
             }
             if Instant::now() >= end {
@@ -47,25 +51,24 @@ pub(crate) fn wait_until(
         }
     }
     loop {
-        let now = Instant::now();
-        let mut chunk = phases.sleep_chunk;
-        if let Some(deadline) = ctl.deadline {
-            if now >= deadline {
-                return Err(TransportError::Timeout {
-                    what: ctl.what.to_string(),
-                    seconds: (now - start).as_secs_f64(),
-                });
-            }
-            chunk = chunk.min(deadline - now);
-        }
-        (ctl.liveness)()?;
+        watchdog.check(start.elapsed(), what)?;
+        let mut failed = None;
         control.sleep(
             watch.offset,
             watch.len,
-            chunk.max(Duration::from_micros(1)),
-            &mut || !pred(),
+            phases.sleep_chunk,
+            &mut || match pred() {
+                Ok(done) => !done,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            },
         );
-        if pred() {
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if pred()? {
             return Ok(());
         }
     }

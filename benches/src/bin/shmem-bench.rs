@@ -125,16 +125,16 @@ fn multi_instance(
     });
     results.insert("mi_create_finalize".into(), create);
     // Switching the active instance between two live instances (CANN's ctx_set).
-    let a = shmem::cann::init_attr(shmem::cann::INIT_WITH_DEFAULT, &attrs(2))?;
-    let b = shmem::cann::init_attr(shmem::cann::INIT_WITH_DEFAULT, &attrs(3))?;
+    let a = shmem_capi::cann::init_attr(shmem_capi::cann::INIT_WITH_DEFAULT, &attrs(2))?;
+    let b = shmem_capi::cann::init_attr(shmem_capi::cann::INIT_WITH_DEFAULT, &attrs(3))?;
     let switch = median_per_op(9, 100_000, || {
         for k in 0..100_000u64 {
-            shmem::cann::instance_ctx_set(2 + (k & 1)).expect("ctx_set");
+            shmem_capi::cann::instance_ctx_set(2 + (k & 1)).expect("ctx_set");
         }
     });
     results.insert("mi_switch".into(), switch);
-    shmem::cann::finalize_instance(2)?;
-    shmem::cann::finalize_instance(3)?;
+    shmem_capi::cann::finalize_instance(2)?;
+    shmem_capi::cann::finalize_instance(3)?;
     drop((a, b));
     world.barrier_all()?;
     // 255 live instances (1..=255).
@@ -336,17 +336,17 @@ fn pe_main(role: &str) -> Result<(), shmem::Error> {
     let me = inst.my_pe();
     let max = *SIZES.last().expect("sizes");
     let buf = inst.malloc::<u8>(max)?;
-    let off = buf.offset();
     let mut local = vec![1u8; max];
     inst.barrier_all()?;
     let mut results = BTreeMap::new();
     if role == "p2p" && me == 0 {
         let peer = 1;
+        let v8 = buf.slice(0..8);
         results.insert(
             "put_lat_8".to_string(),
             median_per_op(9, 20000, || {
                 for _ in 0..20000 {
-                    inst.put_bytes(off, &local[..8], peer).expect("put");
+                    v8.put(&local[..8], peer).expect("put");
                     inst.quiet().expect("quiet");
                 }
             }),
@@ -355,17 +355,18 @@ fn pe_main(role: &str) -> Result<(), shmem::Error> {
             "get_lat_8".to_string(),
             median_per_op(9, 20000, || {
                 for _ in 0..20000 {
-                    inst.get_bytes(off, &mut local[..8], peer).expect("get");
+                    v8.get(&mut local[..8], peer).expect("get");
                 }
             }),
         );
         for s in SIZES {
             let reps = ((64usize << 20) / s).max(8);
+            let vs = buf.slice(0..s);
             results.insert(
                 format!("put_bw_{s}"),
                 median_per_op(9, reps, || {
                     for _ in 0..reps {
-                        inst.put_bytes(off, &local[..s], peer).expect("put");
+                        vs.put(&local[..s], peer).expect("put");
                     }
                     inst.quiet().expect("quiet");
                 }),
@@ -374,7 +375,7 @@ fn pe_main(role: &str) -> Result<(), shmem::Error> {
                 format!("get_bw_{s}"),
                 median_per_op(9, reps, || {
                     for _ in 0..reps {
-                        inst.get_bytes(off, &mut local[..s], peer).expect("get");
+                        vs.get(&mut local[..s], peer).expect("get");
                     }
                 }),
             );

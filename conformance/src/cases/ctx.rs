@@ -31,7 +31,7 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("ctx::options_team_and_bad_input", |c| {
             on_both_instances(c, options)
         }),
-        Case::new("ctx::cann_profile_refuses_contexts", cann_profile)
+        Case::new("ctx::cann_profile_keeps_contexts_and_streams", cann_profile)
             .pes(&[1, 2])
             .env(&[("SHMEM_PROFILE", "cann")]),
     ]
@@ -59,10 +59,8 @@ fn quiet_scope(ctx: &Ctx) -> Outcome {
     if ctx.pe == 0 {
         // SAFETY: `va` and `vb` outlive the quiets below (b's runs before the barrier).
         unsafe {
-            a.as_ref()
-                .put_bytes_nbi(a_buf.offset(), va.as_ptr().cast(), 64, 1)?;
-            b.as_ref()
-                .put_bytes_nbi(b_buf.offset(), vb.as_ptr().cast(), 64, 1)?;
+            shmem_capi::raw::putmem_nbi(a.as_ref(), a_buf.offset(), va.as_ptr().cast(), 64, 1)?;
+            shmem_capi::raw::putmem_nbi(b.as_ref(), b_buf.offset(), vb.as_ptr().cast(), 64, 1)?;
         }
         a.quiet()?;
         flag.as_slice().p(0, 1, 1)?;
@@ -113,8 +111,7 @@ fn destroy_completes(ctx: &Ctx) -> Outcome {
         let other = c.clone();
         // SAFETY: `v` outlives the destroy, which completes the put.
         unsafe {
-            c.as_ref()
-                .put_bytes_nbi(data.offset(), v.as_ptr().cast(), 64, 1)?
+            shmem_capi::raw::putmem_nbi(c.as_ref(), data.offset(), v.as_ptr().cast(), 64, 1)?
         };
         c.destroy()?;
         check_code!(data.as_slice().on(&other).put(&v, 1), Code::InvalidParam);
@@ -250,17 +247,24 @@ fn options(inst: &Instance) -> Outcome {
     Ok(())
 }
 
-/// CANN SHMEM has no contexts: the CANN-portability profile refuses them.
+/// With the CANN transport's capabilities contexts stay (on Ascend each is a stream of its
+/// own), and so do contexts on a user's stream (CANN's `_on_stream` calls).
 fn cann_profile(ctx: &Ctx) -> Outcome {
     let inst = ctx.world()?;
-    check!(inst.cann_profile());
-    check_code!(inst.ctx_create(CtxOptions::NONE), Code::NotSupported);
-    check_code!(
-        inst.team_world().create_ctx(CtxOptions::NONE),
-        Code::NotSupported
-    );
-    // The default context is CANN's single stream and stays.
+    check!(!inst.capabilities().host_atomics && inst.capabilities().streams);
+    let right = (ctx.pe + 1) % ctx.n_pes;
+    let buf = inst.calloc::<u64>(2)?;
+    let c = inst.ctx_create(CtxOptions::NONE)?;
+    buf.as_slice().slice(0..1).on(&c).put(&[7], right)?;
+    c.destroy()?;
+    let stream = shmem::Stream::new();
+    let s = inst.stream_ctx(&stream)?;
+    buf.as_slice().slice(1..2).on(&s).put(&[8], right)?;
+    stream.synchronize()?;
+    inst.barrier_all()?;
+    check_eq!(buf.as_slice().to_vec(ctx.pe)?, vec![7, 8]);
     inst.default_ctx().quiet()?;
+    buf.free()?;
     inst.finalize()?;
     Ok(())
 }

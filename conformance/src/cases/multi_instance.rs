@@ -1,10 +1,10 @@
 //! `multi_instance::` — many independent instances per process (CANN's multi-instance design,
-//! reference §4 and the CANN tests of §7.2), and the active-instance contract of `shmem::cann`.
+//! reference §4 and the CANN tests of §7.2), and the active-instance contract of `shmem_capi::cann`.
 
 use std::time::{Duration, Instant};
 
-use shmem::cann::{self, INIT_WITH_DEFAULT, InitStatus};
 use shmem::{Attributes, Code, Instance};
+use shmem_capi::cann::{self, INIT_WITH_DEFAULT, InitStatus};
 
 use crate::{Case, Ctx, Failure, MULTI_PES, Outcome, check, check_code, check_eq};
 
@@ -738,7 +738,7 @@ fn unique_id_env(ctx: &Ctx) -> Outcome {
 }
 
 fn unique_id_cann(ctx: &Ctx) -> Outcome {
-    use shmem::cann::{INIT_WITH_UNIQUEID, set_attr_uniqueid_args};
+    use shmem_capi::cann::{INIT_WITH_UNIQUEID, set_attr_uniqueid_args};
     let world = cann::init_attr(INIT_WITH_DEFAULT, &ctx.attrs(2 << 20))?;
     let (first, _) = ctx.ports();
     // UNIQUEID init of instance 1.
@@ -786,7 +786,7 @@ fn unique_id_cann(ctx: &Ctx) -> Outcome {
 }
 
 /// Under `mpirun` in MPI mode: the program initialises MPI, instance 0 bootstraps over
-/// `MPI_COMM_WORLD` (CANN's MPI flag, through `shmem::cann`), instance 1 over the world again
+/// `MPI_COMM_WORLD` (CANN's MPI flag, through `shmem_capi::cann`), instance 1 over the world again
 /// (each instance duplicates its communicator) and instance 2 over a split communicator of the
 /// even ranks.
 fn under_mpirun_mpi(ctx: &Ctx) -> Outcome {
@@ -807,7 +807,7 @@ fn under_mpirun_mpi(ctx: &Ctx) -> Outcome {
         a.instance_id = id;
         a
     };
-    let world = cann::init_attr(shmem::cann::INIT_WITH_MPI, &base(0, ctx.pe, ctx.n_pes))?;
+    let world = cann::init_attr(shmem_capi::cann::INIT_WITH_MPI, &base(0, ctx.pe, ctx.n_pes))?;
     ring_check(&world, 0)?;
     let mut a1 = base(1, ctx.pe, ctx.n_pes);
     a1.mode = InitMode::Mpi(Some(world_comm));

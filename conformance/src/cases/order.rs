@@ -38,7 +38,15 @@ fn ordered(ctx: &Ctx, sep: Sep) -> Outcome {
         if ctx.pe == 0 {
             let round_data: Vec<u64> = payload.iter().map(|v| v + r * 1000).collect();
             // SAFETY: `round_data` lives until the barrier at the end of the round.
-            unsafe { inst.put_bytes_nbi(data.offset(), round_data.as_ptr().cast(), 64 * 8, 1)? };
+            unsafe {
+                shmem_capi::raw::putmem_nbi(
+                    inst.default_ctx(),
+                    data.offset(),
+                    round_data.as_ptr().cast(),
+                    64 * 8,
+                    1,
+                )?
+            };
             match sep {
                 Sep::Quiet => inst.quiet()?,
                 Sep::Fence => inst.fence()?,
@@ -81,7 +89,15 @@ fn missing_quiet(ctx: &Ctx) -> Outcome {
     let value = [0xdada_u64];
     if ctx.pe == 0 {
         // SAFETY: `value` lives until after the barrier below, which completes the put.
-        unsafe { inst.put_bytes_nbi(data.offset(), value.as_ptr().cast(), 8, 1)? };
+        unsafe {
+            shmem_capi::raw::putmem_nbi(
+                inst.default_ctx(),
+                data.offset(),
+                value.as_ptr().cast(),
+                8,
+                1,
+            )?
+        };
         flag.as_slice().p(0, 1, 1)?; // the bug: no quiet/fence before the flag
         // Stay out of any quiet (the barrier quiets) until PE 1 has looked.
         poll(ctx.patience(), || {

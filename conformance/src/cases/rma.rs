@@ -5,6 +5,7 @@ use std::fmt::Debug;
 
 use bytemuck::Pod;
 use shmem::{Code, Instance};
+use shmem_capi::raw;
 
 use crate::{Case, Ctx, Failure, Outcome, check, check_code, check_eq};
 
@@ -129,10 +130,10 @@ fn putmem_sizes(ctx: &Ctx) -> Outcome {
             let data: Vec<u8> = (0..len)
                 .map(|i| (i as u32 ^ (me << 3) ^ len as u32) as u8)
                 .collect();
-            inst.put_bytes(area.offset() + misalign, &data, right)?;
+            raw::putmem(inst.default_ctx(), area.offset() + misalign, &data, right)?;
             inst.barrier_all()?;
             let mut back = vec![0u8; len];
-            inst.get_bytes(area.offset() + misalign, &mut back, me)?;
+            raw::getmem(inst.default_ctx(), area.offset() + misalign, &mut back, me)?;
             let left = (me + n - 1) % n;
             let want: Vec<u8> = (0..len)
                 .map(|i| (i as u32 ^ (left << 3) ^ len as u32) as u8)
@@ -212,12 +213,12 @@ fn strided(ctx: &Ctx) -> Outcome {
     let mut rev = vec![0i32; 8];
     m.slice(0..8).iget(1, &mut rev, 1, 8, me)?;
     let mut back = vec![0i32; 8];
-    inst.iget_bytes(
+    raw::iget::<i32>(
+        inst.default_ctx(),
         m.offset() + 7 * 4,
-        -4,
-        bytemuck::cast_slice_mut(&mut back),
-        4,
-        4,
+        -1,
+        &mut back,
+        1,
         8,
         me,
     )?;
@@ -240,24 +241,38 @@ fn bounds(ctx: &Ctx) -> Outcome {
     let canary = inst.calloc::<u64>(4)?;
     let size = inst.heap_size();
     let me = ctx.pe;
-    check_code!(inst.put_bytes(size - 4, &[1; 8], me), Code::InvalidParam);
     check_code!(
-        inst.put_bytes(usize::MAX - 2, &[1; 8], me),
+        raw::putmem(inst.default_ctx(), size - 4, &[1; 8], me),
         Code::InvalidParam
     );
-    check_code!(inst.get_bytes(size, &mut [0; 1], me), Code::InvalidParam);
     check_code!(
-        inst.put_bytes(canary.offset(), &[1; 8], ctx.n_pes),
+        raw::putmem(inst.default_ctx(), usize::MAX - 2, &[1; 8], me),
+        Code::InvalidParam
+    );
+    check_code!(
+        raw::getmem(inst.default_ctx(), size, &mut [0; 1], me),
+        Code::InvalidParam
+    );
+    check_code!(
+        raw::putmem(inst.default_ctx(), canary.offset(), &[1; 8], ctx.n_pes),
         Code::InvalidParam
     );
     check_code!(canary.as_slice().put(&[1, 2, 3], me), Code::InvalidParam);
     check_code!(canary.as_slice().g(4, me), Code::InvalidParam);
     check_code!(
-        inst.iput_bytes(size - 64, 64, &[0; 64], 8, 8, 2, me),
+        raw::iput::<u64>(inst.default_ctx(), size - 64, 8, &[0; 8], 1, 2, me),
         Code::InvalidParam
     );
     check_code!(
-        inst.iget_bytes(canary.offset(), 8, &mut [0u8; 16], 8, 8, 3, me),
+        raw::iget::<u64>(
+            inst.default_ctx(),
+            canary.offset(),
+            1,
+            &mut [0; 2],
+            1,
+            3,
+            me
+        ),
         Code::InvalidParam
     );
     check_code!(inst.view::<u64>(size - 8, 2), Code::InvalidParam);
@@ -268,9 +283,9 @@ fn bounds(ctx: &Ctx) -> Outcome {
         "a refused access wrote data"
     );
     // The last byte of the heap is addressable.
-    inst.put_bytes(size - 1, &[9], me)?;
+    raw::putmem(inst.default_ctx(), size - 1, &[9], me)?;
     let mut b = [0u8];
-    inst.get_bytes(size - 1, &mut b, me)?;
+    raw::getmem(inst.default_ctx(), size - 1, &mut b, me)?;
     check_eq!(b[0], 9);
     canary.free()?;
     inst.finalize()?;

@@ -40,7 +40,8 @@ fn barrier_completes_puts(ctx: &Ctx) -> Outcome {
         for pe in 0..ctx.n_pes {
             // SAFETY: `vals` lives until after the barrier, which completes the put.
             unsafe {
-                inst.put_bytes_nbi(
+                shmem_capi::raw::putmem_nbi(
+                    inst.default_ctx(),
                     table.offset() + ctx.pe as usize * 4,
                     vals.as_ptr().cast(),
                     4,

@@ -3,9 +3,8 @@
 use bytemuck::Pod;
 use shmem_backend::{Pe, SignalOp, Strided};
 
-use super::{GATHER_BYTES, GATHER_HALF, check_len};
+use super::{Bytes, GATHER_BYTES, GATHER_HALF, check_len};
 use crate::error::{Error, Result};
-use crate::rma::logged;
 use crate::sym::SymSlice;
 use crate::team::{Team, words};
 
@@ -13,7 +12,8 @@ impl Team {
     /// One round of a small exchange through the gather scratch, with no entry barrier: puts
     /// every `(rank, offset, data)` of `puts` (exactly one per member) into that member's
     /// current gather half at `offset`, waits until every member's put has arrived here, and
-    /// returns the first `total` bytes of this PE's half. Collective over the team.
+    /// returns the segment offset of this PE's half, whose first `total` bytes the caller then
+    /// copies out before its next exchange. Collective over the team.
     ///
     /// The halves alternate between rounds. A member writes into half `h` again only in the
     /// round after next, which it reaches only after this PE's block of the next round has
@@ -21,8 +21,8 @@ impl Team {
     fn scratch_round<'d>(
         &self,
         total: usize,
-        puts: impl Iterator<Item = (u32, usize, &'d [u8])>,
-    ) -> Result<Vec<u8>> {
+        puts: impl Iterator<Item = (u32, usize, Bytes<'d>)>,
+    ) -> Result<usize> {
         debug_assert!(total <= GATHER_HALF);
         let n = self.n_pes();
         let mut c = self.state.coll();
@@ -38,7 +38,8 @@ impl Team {
             c.gather[half],
             "the blocks of a team exchange",
         )?;
-        self.read_own(area, total)
+        debug_assert!(total <= GATHER_HALF);
+        Ok(area)
     }
 
     /// Every member's `mine` (all of one length), indexed by team rank, exchanged through the
@@ -52,7 +53,11 @@ impl Team {
                 "a gather of {len} bytes from {n} PEs does not fit half the team's {GATHER_BYTES}-byte gather scratch"
             )));
         }
-        let all = self.scratch_round(len * n, (0..n as u32).map(|r| (r, me * len, mine)))?;
+        let area = self.scratch_round(
+            len * n,
+            (0..n as u32).map(|r| (r, me * len, Bytes::Host(mine))),
+        )?;
+        let all = self.read_own(area, len * n)?;
         Ok(all.chunks(len.max(1)).take(n).map(<[u8]>::to_vec).collect())
     }
 
@@ -64,52 +69,40 @@ impl Team {
         source: SymSlice<'_, T>,
         root: Pe,
     ) -> Result<()> {
-        logged(
-            "broadcast",
-            (|| {
-                self.coll_prologue("broadcast")?;
-                check_len("broadcast", "source", source.len(), dest.len())?;
-                let n = self.n_pes();
-                if root >= n {
-                    return Err(Error::InvalidPe {
-                        pe: i64::from(root),
-                        n_pes: n,
-                    });
-                }
-                let mut c = self.state.coll();
-                c.seq += 1;
-                let seq = c.seq;
-                if self.my_pe() == root {
-                    c.ready += u64::from(n - 1);
-                    self.wait_word(words::READY, c.ready, "members ready for a broadcast")?;
-                    let data = self.read_own(source.offset(), source.byte_len())?;
-                    for r in 0..n {
-                        self.put_signal_word(
-                            r,
-                            dest.offset(),
-                            &data,
-                            words::DONE,
-                            SignalOp::Set,
-                            seq,
-                        )?;
-                    }
-                } else {
-                    self.signal_word(root, words::READY, SignalOp::Add, 1)?;
-                    self.wait_word(words::DONE, seq, "a broadcast's data")?;
-                }
-                Ok(())
-            })(),
-        )
+        self.coll_prologue()?;
+        check_len("broadcast", "source", source.len(), dest.len())?;
+        let n = self.n_pes();
+        if root >= n {
+            return Err(Error::InvalidPe {
+                pe: i64::from(root),
+                n_pes: n,
+            });
+        }
+        let mut c = self.state.coll();
+        c.seq += 1;
+        let seq = c.seq;
+        if self.my_pe() == root {
+            c.ready += u64::from(n - 1);
+            self.wait_word(words::READY, c.ready, "members ready for a broadcast")?;
+            let data = Bytes::Own(source.offset(), source.byte_len());
+            for r in 0..n {
+                self.put_signal_word(r, dest.offset(), data, words::DONE, SignalOp::Set, seq)?;
+            }
+        } else {
+            self.signal_word(root, words::READY, SignalOp::Add, 1)?;
+            self.wait_word(words::DONE, seq, "a broadcast's data")?;
+        }
+        Ok(())
     }
 
     /// Puts this PE's blocks into the members' memory at segment offset `dest` (each at its
     /// byte offset) after an entry barrier, and waits until every member's blocks have arrived
     /// here.
-    fn exchange(&self, dest: usize, blocks: &[(u32, usize, &[u8])]) -> Result<()> {
+    fn exchange(&self, dest: usize, blocks: &[(u32, usize, Bytes<'_>)]) -> Result<()> {
         self.sync()?;
         let mut c = self.state.coll();
         for (rank, off, data) in blocks {
-            self.put_count(*rank, dest + off, data, words::DATA)?;
+            self.put_count(*rank, dest + off, *data, words::DATA)?;
         }
         c.data += u64::from(self.n_pes());
         self.wait_word(words::DATA, c.data, "the blocks of an exchange")
@@ -118,93 +111,72 @@ impl Team {
     /// Concatenates every member's `source`, in rank order, into `dest` on every member
     /// (`shmem_fcollect`): `dest` has `n_pes * source.len()` elements.
     pub fn fcollect<T: Pod>(&self, dest: SymSlice<'_, T>, source: SymSlice<'_, T>) -> Result<()> {
-        logged(
-            "fcollect",
-            (|| {
-                self.coll_prologue("fcollect")?;
-                let n = self.n_pes();
-                check_len("fcollect", "dest", dest.len(), n as usize * source.len())?;
-                let data = self.read_own(source.offset(), source.byte_len())?;
-                let at = self.my_pe() as usize * source.byte_len();
-                if dest.byte_len() <= GATHER_HALF {
-                    let all =
-                        self.scratch_round(dest.byte_len(), (0..n).map(|r| (r, at, &data[..])))?;
-                    return self.write_own(dest.offset(), &all);
-                }
-                let blocks: Vec<_> = (0..n).map(|r| (r, at, &data[..])).collect();
-                self.exchange(dest.offset(), &blocks)
-            })(),
-        )
+        self.coll_prologue()?;
+        let n = self.n_pes();
+        check_len("fcollect", "dest", dest.len(), n as usize * source.len())?;
+        let data = Bytes::Own(source.offset(), source.byte_len());
+        let at = self.my_pe() as usize * source.byte_len();
+        if dest.byte_len() <= GATHER_HALF {
+            let area = self.scratch_round(dest.byte_len(), (0..n).map(|r| (r, at, data)))?;
+            return self.copy_own(dest.offset(), area, dest.byte_len());
+        }
+        let blocks: Vec<_> = (0..n).map(|r| (r, at, data)).collect();
+        self.exchange(dest.offset(), &blocks)
     }
 
     /// Concatenates every member's `source` (of any length), in rank order, into `dest` on
     /// every member (`shmem_collect`); returns the number of elements gathered. `dest` must
     /// hold at least that many.
     pub fn collect<T: Pod>(&self, dest: SymSlice<'_, T>, source: SymSlice<'_, T>) -> Result<usize> {
-        logged(
-            "collect",
-            (|| {
-                self.coll_prologue("collect")?;
-                let sizes = self.allgather_scratch(&(source.len() as u64).to_le_bytes())?;
-                let sizes: Vec<usize> = sizes
-                    .iter()
-                    .map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize)
-                    .collect();
-                let total: usize = sizes.iter().sum();
-                if dest.len() < total {
-                    return Err(Error::InvalidParam(format!(
-                        "collect: dest has {} elements, the members contribute {total}",
-                        dest.len()
-                    )));
-                }
-                let before: usize = sizes[..self.my_pe() as usize].iter().sum();
-                let data = self.read_own(source.offset(), source.byte_len())?;
-                let sz = std::mem::size_of::<T>();
-                let at = before * sz;
-                if total * sz <= GATHER_HALF {
-                    let all = self
-                        .scratch_round(total * sz, (0..self.n_pes()).map(|r| (r, at, &data[..])))?;
-                    self.write_own(dest.offset(), &all)?;
-                    return Ok(total);
-                }
-                let blocks: Vec<_> = (0..self.n_pes()).map(|r| (r, at, &data[..])).collect();
-                self.exchange(dest.offset(), &blocks)?;
-                Ok(total)
-            })(),
-        )
+        self.coll_prologue()?;
+        let sizes = self.allgather_scratch(&(source.len() as u64).to_le_bytes())?;
+        let sizes: Vec<usize> = sizes
+            .iter()
+            .map(|b| u64::from_le_bytes(b[..8].try_into().expect("8 bytes")) as usize)
+            .collect();
+        let total: usize = sizes.iter().sum();
+        if dest.len() < total {
+            return Err(Error::InvalidParam(format!(
+                "collect: dest has {} elements, the members contribute {total}",
+                dest.len()
+            )));
+        }
+        let before: usize = sizes[..self.my_pe() as usize].iter().sum();
+        let data = Bytes::Own(source.offset(), source.byte_len());
+        let sz = std::mem::size_of::<T>();
+        let at = before * sz;
+        if total * sz <= GATHER_HALF {
+            let area = self.scratch_round(total * sz, (0..self.n_pes()).map(|r| (r, at, data)))?;
+            self.copy_own(dest.offset(), area, total * sz)?;
+            return Ok(total);
+        }
+        let blocks: Vec<_> = (0..self.n_pes()).map(|r| (r, at, data)).collect();
+        self.exchange(dest.offset(), &blocks)?;
+        Ok(total)
     }
 
     /// Sends block `j` of `source` to member `j`, which stores it as block `my_pe` of its
     /// `dest` (`shmem_alltoall`): both have `n_pes * nelems` elements.
     pub fn alltoall<T: Pod>(&self, dest: SymSlice<'_, T>, source: SymSlice<'_, T>) -> Result<()> {
-        logged(
-            "alltoall",
-            (|| {
-                self.coll_prologue("alltoall")?;
-                let n = self.n_pes() as usize;
-                check_len("alltoall", "source", source.len(), dest.len())?;
-                if !dest.len().is_multiple_of(n) {
-                    return Err(Error::InvalidParam(format!(
-                        "alltoall: {} elements do not split into {n} blocks",
-                        dest.len()
-                    )));
-                }
-                let block = dest.byte_len() / n;
-                let all = self.read_own(source.offset(), source.byte_len())?;
-                let at = self.my_pe() as usize * block;
-                if dest.byte_len() <= GATHER_HALF {
-                    let got = self.scratch_round(
-                        dest.byte_len(),
-                        (0..n).map(|r| (r as u32, at, &all[r * block..(r + 1) * block])),
-                    )?;
-                    return self.write_own(dest.offset(), &got);
-                }
-                let blocks: Vec<_> = (0..n)
-                    .map(|r| (r as u32, at, &all[r * block..(r + 1) * block]))
-                    .collect();
-                self.exchange(dest.offset(), &blocks)
-            })(),
-        )
+        self.coll_prologue()?;
+        let n = self.n_pes() as usize;
+        check_len("alltoall", "source", source.len(), dest.len())?;
+        if !dest.len().is_multiple_of(n) {
+            return Err(Error::InvalidParam(format!(
+                "alltoall: {} elements do not split into {n} blocks",
+                dest.len()
+            )));
+        }
+        let block = dest.byte_len() / n;
+        let part = |r: usize| Bytes::Own(source.offset() + r * block, block);
+        let at = self.my_pe() as usize * block;
+        if dest.byte_len() <= GATHER_HALF {
+            let area =
+                self.scratch_round(dest.byte_len(), (0..n).map(|r| (r as u32, at, part(r))))?;
+            return self.copy_own(dest.offset(), area, dest.byte_len());
+        }
+        let blocks: Vec<_> = (0..n).map(|r| (r as u32, at, part(r))).collect();
+        self.exchange(dest.offset(), &blocks)
     }
 
     /// Strided [`Team::alltoall`] (`shmem_alltoalls`): element `k` of the block for member `j`
@@ -217,52 +189,54 @@ impl Team {
         sst: usize,
         nelems: usize,
     ) -> Result<()> {
-        logged(
-            "alltoalls",
-            (|| {
-                self.coll_prologue("alltoalls")?;
-                let n = self.n_pes() as usize;
-                if dst == 0 || sst == 0 {
-                    return Err(Error::InvalidParam(
-                        "alltoalls: strides must be at least 1".into(),
-                    ));
-                }
-                let need = |stride: usize| {
-                    if nelems == 0 {
-                        0
-                    } else {
-                        (n * nelems - 1) * stride + 1
-                    }
-                };
-                if source.len() < need(sst) || dest.len() < need(dst) {
-                    return Err(Error::InvalidParam(format!(
-                        "alltoalls: {nelems} elements per PE with strides {dst}/{sst} need {} destination and {} source elements",
-                        need(dst),
-                        need(sst)
-                    )));
-                }
-                let sz = std::mem::size_of::<T>();
-                let all = self.read_own(source.offset(), source.byte_len())?;
-                self.sync()?;
-                let mut c = self.state.coll();
-                let me = self.my_pe() as usize;
-                for j in 0..n {
-                    let src = Strided {
-                        first: j * nelems * sst * sz,
-                        stride: (sst * sz) as isize,
-                    };
-                    let d = Strided {
-                        first: dest.offset() + me * nelems * dst * sz,
-                        stride: (dst * sz) as isize,
-                    };
-                    self.t()
-                        .iput(self.q(), self.pe_of(j as u32), d, &all, src, sz, nelems)?;
-                    self.t().fence(self.q())?;
-                    self.signal_word(j as u32, words::DATA, SignalOp::Add, 1)?;
-                }
-                c.data += n as u64;
-                self.wait_word(words::DATA, c.data, "the blocks of an alltoalls")
-            })(),
-        )
+        self.coll_prologue()?;
+        let n = self.n_pes() as usize;
+        if dst == 0 || sst == 0 {
+            return Err(Error::InvalidParam(
+                "alltoalls: strides must be at least 1".into(),
+            ));
+        }
+        let need = |stride: usize| {
+            if nelems == 0 {
+                0
+            } else {
+                (n * nelems - 1) * stride + 1
+            }
+        };
+        if source.len() < need(sst) || dest.len() < need(dst) {
+            return Err(Error::InvalidParam(format!(
+                "alltoalls: {nelems} elements per PE with strides {dst}/{sst} need {} destination and {} source elements",
+                need(dst),
+                need(sst)
+            )));
+        }
+        let sz = std::mem::size_of::<T>();
+        let all = shmem_backend::Local::Segment {
+            offset: source.offset(),
+            len: source.byte_len(),
+        };
+        self.sync()?;
+        let mut c = self.state.coll();
+        let me = self.my_pe() as usize;
+        for j in 0..n {
+            let src = Strided {
+                first: j * nelems * sst * sz,
+                stride: (sst * sz) as isize,
+            };
+            let d = Strided {
+                first: dest.offset() + me * nelems * dst * sz,
+                stride: (dst * sz) as isize,
+            };
+            // SAFETY: `need` checked both strided spans against the views, which lie in
+            // the heap; the member is a PE of the instance.
+            unsafe {
+                self.t()
+                    .iput(self.q(), self.pe_of(j as u32), d, all, src, sz, nelems)
+            }?;
+            self.t().fence(self.q())?;
+            self.signal_word(j as u32, words::DATA, SignalOp::Add, 1)?;
+        }
+        c.data += n as u64;
+        self.wait_word(words::DATA, c.data, "the blocks of an alltoalls")
     }
 }

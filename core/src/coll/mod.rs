@@ -33,10 +33,11 @@ mod reduce;
 
 pub use reduce::{Complex32, Complex64, ReduceOp, Reducible};
 
-use shmem_backend::{DynQueue, DynTransport, Pe, Signal, SignalOp, Width};
+use shmem_backend::{Local, LocalMut, Pe, Signal, SignalOp, Width};
 
 use crate::error::{Error, Result};
-use crate::team::{SCRATCH_PER_TEAM, Team, wait_at_least};
+use crate::fabric::{Fabric, Queue};
+use crate::team::{SCRATCH_PER_TEAM, Team, at_least};
 
 /// Bytes of a team's scratch used for gathers.
 pub(crate) const GATHER_BYTES: usize = 16 << 10;
@@ -49,13 +50,41 @@ pub(crate) const RS_MIN_BYTES: usize = 4 << 10;
 /// Bytes of one reduction slot (one per child of the tree).
 pub(crate) const REDUCE_SLOT: usize = REDUCE_BYTES / crate::team::RADIX as usize;
 
-impl Team {
-    pub(crate) fn t(&self) -> &dyn DynTransport {
-        self.inst.transport()
+/// Where the bytes a collective sends come from: host memory it computed, or this PE's own
+/// segment (a user's `source`, or scratch), which then goes straight to the peer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Bytes<'a> {
+    Host(&'a [u8]),
+    /// `len` bytes at segment offset `offset` of this PE.
+    Own(usize, usize),
+}
+
+impl Bytes<'_> {
+    fn local(&self) -> Local<'_> {
+        match *self {
+            Bytes::Host(b) => Local::Host(b),
+            Bytes::Own(offset, len) => Local::Segment { offset, len },
+        }
     }
 
-    pub(crate) fn q(&self) -> &dyn DynQueue {
-        &*self.inst.inner.sync_queue
+    fn is_empty(&self) -> bool {
+        match self {
+            Bytes::Host(b) => b.is_empty(),
+            Bytes::Own(_, len) => *len == 0,
+        }
+    }
+}
+
+// Every segment offset these helpers use is computed by the collectives from a view the
+// caller passed (inside the heap) or from the team's sync slot and scratch area (inside the
+// segment), and every rank is a member of the team: the transport's preconditions hold.
+impl Team {
+    pub(crate) fn t(&self) -> &Fabric {
+        self.inst.fabric()
+    }
+
+    pub(crate) fn q(&self) -> &Queue {
+        &self.inst.inner.sync_queue
     }
 
     /// The segment offset of this team's gather region.
@@ -74,8 +103,14 @@ impl Team {
     }
 
     /// Puts `data` at segment offset `dst` of team rank `rank` with a signal-add of 1 to its
-    /// word `word`; an empty `data` sends the signal alone.
-    pub(crate) fn put_count(&self, rank: u32, dst: usize, data: &[u8], word: u64) -> Result<()> {
+    /// word `word`; empty `data` sends the signal alone.
+    pub(crate) fn put_count(
+        &self,
+        rank: u32,
+        dst: usize,
+        data: Bytes<'_>,
+        word: u64,
+    ) -> Result<()> {
         if data.is_empty() {
             self.signal_word(rank, word, SignalOp::Add, 1)
         } else {
@@ -85,7 +120,27 @@ impl Team {
 
     /// Copies `data` to segment offset `dst` of this PE.
     pub(crate) fn write_own(&self, dst: usize, data: &[u8]) -> Result<()> {
-        Ok(self.t().put(self.q(), self.inst.my_pe(), dst, data)?)
+        // SAFETY: see the comment on this impl.
+        unsafe {
+            self.t()
+                .put(self.q(), self.inst.my_pe(), dst, Local::Host(data))
+        }
+    }
+
+    /// Copies `len` bytes within this PE's segment, from `src` to `dst`.
+    pub(crate) fn copy_own(&self, dst: usize, src: usize, len: usize) -> Result<()> {
+        if len == 0 || dst == src {
+            return Ok(());
+        }
+        // SAFETY: see the comment on this impl.
+        unsafe {
+            self.t().put(
+                self.q(),
+                self.inst.my_pe(),
+                dst,
+                Local::Segment { offset: src, len },
+            )
+        }
     }
 
     /// The heap offset of one of this team's sync words.
@@ -95,10 +150,17 @@ impl Team {
 
     /// Waits until this PE's sync word `word` reaches `threshold`.
     pub(crate) fn wait_word(&self, word: u64, threshold: u64, what: &str) -> Result<()> {
-        let off = self.word(word);
-        self.inst
-            .with_wait_ctl(what, |ctl| wait_at_least(self.t(), off, threshold, ctl))
-            .map_err(|e| self.inst.fail(e.into()))
+        let w = at_least(self.word(word), threshold);
+        // SAFETY: a sync word of the team's slot: aligned, inside the reserved area.
+        unsafe {
+            self.t().wait_until(
+                self.q(),
+                w,
+                &format_args!("{what} (team {})", self.state.index),
+            )
+        }
+        .map(|_| ())
+        .map_err(|e| self.inst.fail(e))
     }
 
     /// The instance PE of team rank `rank`.
@@ -114,7 +176,8 @@ impl Team {
             op,
             value,
         };
-        Ok(self.t().signal(self.q(), self.pe_of(rank), sig)?)
+        // SAFETY: see the comment on this impl.
+        unsafe { self.t().signal(self.q(), self.pe_of(rank), sig) }
     }
 
     /// Puts `data` at segment offset `dst` of team rank `rank`, then applies `op value` to its
@@ -123,7 +186,7 @@ impl Team {
         &self,
         rank: u32,
         dst: usize,
-        data: &[u8],
+        data: Bytes<'_>,
         word: u64,
         op: SignalOp,
         value: u64,
@@ -134,22 +197,27 @@ impl Team {
             op,
             value,
         };
-        Ok(self
-            .t()
-            .put_signal(self.q(), self.pe_of(rank), dst, data, sig)?)
+        // SAFETY: see the comment on this impl.
+        unsafe {
+            self.t()
+                .put_signal(self.q(), self.pe_of(rank), dst, data.local(), sig)
+        }
     }
 
     /// Copies `len` bytes at segment offset `off` of this PE's own segment.
     pub(crate) fn read_own(&self, off: usize, len: usize) -> Result<Vec<u8>> {
         let mut v = vec![0u8; len];
-        self.t().get(self.q(), self.inst.my_pe(), off, &mut v)?;
+        // SAFETY: see the comment on this impl.
+        unsafe {
+            self.t()
+                .get(self.q(), self.inst.my_pe(), off, LocalMut::Host(&mut v))
+        }?;
         Ok(v)
     }
 
-    /// The collective prologue: the team is live, the call is allowed under the profile.
-    pub(crate) fn coll_prologue(&self, what: &str) -> Result<()> {
-        self.check_live()?;
-        self.inst.beyond_cann(what)
+    /// The collective prologue: the team is live.
+    pub(crate) fn coll_prologue(&self) -> Result<()> {
+        self.check_live()
     }
 }
 

@@ -3,9 +3,8 @@
 use bytemuck::{Pod, Zeroable};
 use shmem_backend::SignalOp;
 
-use super::{REDUCE_BYTES, REDUCE_SLOT, RS_MIN_BYTES, check_len};
+use super::{Bytes, REDUCE_BYTES, REDUCE_SLOT, RS_MIN_BYTES, check_len};
 use crate::error::{Error, Result};
-use crate::rma::logged;
 use crate::sym::SymSlice;
 use crate::team::{RADIX, Team, words};
 
@@ -156,94 +155,83 @@ impl Team {
         dest: SymSlice<'_, T>,
         source: SymSlice<'_, T>,
     ) -> Result<()> {
-        logged(
-            "reduce",
-            (|| {
-                self.coll_prologue("reductions")?;
-                check_len("reduce", "source", source.len(), dest.len())?;
-                if !T::supports(op) {
-                    return Err(Error::InvalidParam(format!(
-                        "{op:?} is not a reduction of {}",
-                        std::any::type_name::<T>()
-                    )));
+        self.coll_prologue()?;
+        check_len("reduce", "source", source.len(), dest.len())?;
+        if !T::supports(op) {
+            return Err(Error::InvalidParam(format!(
+                "{op:?} is not a reduction of {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        let overlap = source.offset() < dest.offset() + dest.byte_len()
+            && dest.offset() < source.offset() + source.byte_len();
+        if overlap && source.offset() != dest.offset() {
+            return Err(Error::InvalidParam(
+                "reduce: source and dest must be the same array or not overlap".into(),
+            ));
+        }
+        let n = self.n_pes();
+        if n > 1 && n <= RADIX + 1 && dest.byte_len() >= RS_MIN_BYTES {
+            return self.reduce_scatter_allgather(op, dest, source);
+        }
+        let r = self.my_pe();
+        let sz = std::mem::size_of::<T>();
+        let per_chunk = (REDUCE_SLOT / sz).max(1);
+        let first_child = r * RADIX + 1;
+        let children = if first_child < n {
+            (n - first_child).min(RADIX)
+        } else {
+            0
+        };
+        let mut c = self.state.coll();
+        let mut lo = 0;
+        loop {
+            let hi = (lo + per_chunk).min(dest.len());
+            let bytes = (hi - lo) * sz;
+            c.chunk += 1;
+            let chunk = c.chunk;
+            let mut acc: Vec<T> =
+                bytemuck::pod_collect_to_vec(&self.read_own(source.offset() + lo * sz, bytes)?);
+            if children > 0 {
+                c.up += u64::from(children);
+                self.wait_word(words::UP, c.up, "the partial results of a reduction")?;
+                for i in 0..children {
+                    combine_into(op, &mut acc, &self.read_own(self.reduce_slot(i), bytes)?);
                 }
-                let overlap = source.offset() < dest.offset() + dest.byte_len()
-                    && dest.offset() < source.offset() + source.byte_len();
-                if overlap && source.offset() != dest.offset() {
-                    return Err(Error::InvalidParam(
-                        "reduce: source and dest must be the same array or not overlap".into(),
-                    ));
-                }
-                let n = self.n_pes();
-                if n > 1 && n <= RADIX + 1 && dest.byte_len() >= RS_MIN_BYTES {
-                    return self.reduce_scatter_allgather(op, dest, source);
-                }
-                let r = self.my_pe();
-                let sz = std::mem::size_of::<T>();
-                let per_chunk = (REDUCE_SLOT / sz).max(1);
-                let first_child = r * RADIX + 1;
-                let children = if first_child < n {
-                    (n - first_child).min(RADIX)
-                } else {
-                    0
-                };
-                let mut c = self.state.coll();
-                let mut lo = 0;
-                loop {
-                    let hi = (lo + per_chunk).min(dest.len());
-                    let bytes = (hi - lo) * sz;
-                    c.chunk += 1;
-                    let chunk = c.chunk;
-                    let mut acc: Vec<T> = bytemuck::pod_collect_to_vec(
-                        &self.read_own(source.offset() + lo * sz, bytes)?,
-                    );
-                    if children > 0 {
-                        c.up += u64::from(children);
-                        self.wait_word(words::UP, c.up, "the partial results of a reduction")?;
-                        for i in 0..children {
-                            combine_into(op, &mut acc, &self.read_own(self.reduce_slot(i), bytes)?);
-                        }
-                    }
-                    let at = dest.offset() + lo * sz;
-                    if r == 0 {
-                        self.t().put(
-                            self.q(),
-                            self.inst.my_pe(),
-                            at,
-                            bytemuck::cast_slice(&acc),
-                        )?;
-                    } else {
-                        let parent = (r - 1) / RADIX;
-                        let slot = self.reduce_slot((r - 1) % RADIX);
-                        self.put_signal_word(
-                            parent,
-                            slot,
-                            bytemuck::cast_slice(&acc),
-                            words::UP,
-                            SignalOp::Add,
-                            1,
-                        )?;
-                        self.wait_word(words::DOWN, chunk, "the result of a reduction")?;
-                        acc = bytemuck::pod_collect_to_vec(&self.read_own(at, bytes)?);
-                    }
-                    for k in first_child..first_child + children {
-                        self.put_signal_word(
-                            k,
-                            at,
-                            bytemuck::cast_slice(&acc),
-                            words::DOWN,
-                            SignalOp::Set,
-                            chunk,
-                        )?;
-                    }
-                    lo = hi;
-                    if lo >= dest.len() {
-                        break;
-                    }
-                }
-                Ok(())
-            })(),
-        )
+            }
+            let at = dest.offset() + lo * sz;
+            if r == 0 {
+                self.write_own(at, bytemuck::cast_slice(&acc))?;
+            } else {
+                let parent = (r - 1) / RADIX;
+                let slot = self.reduce_slot((r - 1) % RADIX);
+                self.put_signal_word(
+                    parent,
+                    slot,
+                    Bytes::Host(bytemuck::cast_slice(&acc)),
+                    words::UP,
+                    SignalOp::Add,
+                    1,
+                )?;
+                self.wait_word(words::DOWN, chunk, "the result of a reduction")?;
+                acc = bytemuck::pod_collect_to_vec(&self.read_own(at, bytes)?);
+            }
+            for k in first_child..first_child + children {
+                self.put_signal_word(
+                    k,
+                    at,
+                    Bytes::Host(bytemuck::cast_slice(&acc)),
+                    words::DOWN,
+                    SignalOp::Set,
+                    chunk,
+                )?;
+            }
+            lo = hi;
+            if lo >= dest.len() {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// The reduction as a reduce-scatter and an allgather, chunk by chunk: the members own
@@ -272,14 +260,20 @@ impl Team {
             let seg_len = (hi - lo).div_ceil(n);
             // Segment `j` of the chunk, as element indices relative to `lo`.
             let seg = |j: usize| (j * seg_len).min(hi - lo)..((j + 1) * seg_len).min(hi - lo);
-            let chunk = self.read_own(source.offset() + lo * sz, (hi - lo) * sz)?;
-            let part = |j: usize| &chunk[seg(j).start * sz..seg(j).end * sz];
+            // Segment `j` of this PE's source, straight from its segment.
+            let part = |j: usize| {
+                let s = seg(j);
+                Bytes::Own(source.offset() + (lo + s.start) * sz, s.len() * sz)
+            };
             for j in (0..n).filter(|&j| j != me) {
                 self.put_count(j as u32, area + me * slot * sz, part(j), words::UP)?;
             }
             c.up += n as u64 - 1;
             self.wait_word(words::UP, c.up, "the parts of a reduction segment")?;
-            let mut acc: Vec<T> = bytemuck::pod_collect_to_vec(part(me));
+            let mine = seg(me);
+            let mut acc: Vec<T> = bytemuck::pod_collect_to_vec(
+                &self.read_own(source.offset() + (lo + mine.start) * sz, mine.len() * sz)?,
+            );
             let bytes = acc.len() * sz;
             if bytes > 0 {
                 for k in (0..n).filter(|&k| k != me) {
@@ -289,7 +283,7 @@ impl Team {
             let result: &[u8] = bytemuck::cast_slice(&acc);
             let at = dest.offset() + (lo + seg(me).start) * sz;
             for j in (0..n).filter(|&j| j != me) {
-                self.put_count(j as u32, at, result, words::RESULT)?;
+                self.put_count(j as u32, at, Bytes::Host(result), words::RESULT)?;
             }
             if !result.is_empty() {
                 self.write_own(at, result)?;

@@ -4,6 +4,7 @@
 //! This module is local bookkeeping; the instance makes allocation collective.
 
 pub(crate) mod allocator;
+mod collective;
 pub(crate) mod layout;
 
 use std::sync::Mutex;

@@ -1,5 +1,8 @@
 //! CANN SHMEM's active-instance contract, as a thin layer over [`Instance`] handles.
 //!
+//! This is the C ABI's layer: it logs one line for each failed call, as CANN does, since C
+//! callers get only a code.
+//!
 //! CANN programs do not hold instance handles: every call acts on the *active* instance of the
 //! process, which `init` makes active and `instance_ctx_set` switches. This module keeps that
 //! contract for the C ABI and for code ported from CANN; the Rust API does not need it.
@@ -21,10 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::attr::{Attributes, InitMode};
-use crate::error::{Error, Result};
-use crate::instance::Instance;
-use crate::registry;
+use shmem::{Attributes, Error, IdState, InitMode, Instance, Result};
 
 /// `ACLSHMEMX_INIT_WITH_DEFAULT`.
 pub const INIT_WITH_DEFAULT: u32 = 1 << 0;
@@ -75,14 +75,15 @@ impl Contexts {
 /// (`aclshmemx_init_attr`), and makes it active. See the module documentation for what
 /// happens to the active instance on each outcome.
 pub fn init_attr(flags: u32, attrs: &Attributes) -> Result<Instance> {
-    crate::log::init();
     let attrs = mode_from_flags(flags, attrs)?;
     let id = attrs.instance_id;
     let created = {
         let mut c = contexts();
         let exists = c.exists(id);
         if id != 0 && exists {
-            tracing::warn!("Instance {id} already exists! Please don't repeat create!");
+            crate::log::warn(format_args!(
+                "Instance {id} already exists! Please don't repeat create!"
+            ));
         } else if id != 0 {
             // Port selection runs before the context exists: a bad range changes nothing.
             Instance::check_instance_port(&attrs)
@@ -90,7 +91,7 @@ pub fn init_attr(flags: u32, attrs: &Attributes) -> Result<Instance> {
             c.known.insert(id);
         }
         c.active = id;
-        if registry::lookup(id).is_some() || registry::is_creating(id) {
+        if Instance::id_state(id) != IdState::Free {
             let e = Error::AlreadyInitialized { instance_id: id };
             tracing::error!("{e}");
             return Err(e);
@@ -160,7 +161,7 @@ pub fn set_attr_uniqueid_args(
     my_pe: i32,
     n_pes: i32,
     local_mem_size: i64,
-    uid: &crate::UniqueId,
+    uid: &shmem::UniqueId,
     attrs: &mut Attributes,
 ) -> Result<()> {
     let a = Attributes::with_unique_id(my_pe, n_pes, local_mem_size, uid)
@@ -187,12 +188,10 @@ pub fn active() -> Result<Instance> {
 /// The init status of the active instance (`aclshmemx_init_status`).
 pub fn init_status() -> InitStatus {
     let id = instance_ctx_get();
-    if registry::lookup(id).is_some() {
-        InitStatus::IsInitialized
-    } else if registry::is_creating(id) {
-        InitStatus::ShmCreated
-    } else {
-        InitStatus::NotInitialized
+    match Instance::id_state(id) {
+        IdState::Live => InitStatus::IsInitialized,
+        IdState::Initializing => InitStatus::ShmCreated,
+        IdState::Free => InitStatus::NotInitialized,
     }
 }
 
@@ -263,14 +262,14 @@ pub const TEAM_INVALID: i32 = -1;
 /// `ACLSHMEM_TEAM_WORLD`.
 pub const TEAM_WORLD: i32 = 0;
 
-static TEAMS: Mutex<BTreeMap<(u64, i32), crate::Team>> = Mutex::new(BTreeMap::new());
+static TEAMS: Mutex<BTreeMap<(u64, i32), shmem::Team>> = Mutex::new(BTreeMap::new());
 
-fn teams() -> MutexGuard<'static, BTreeMap<(u64, i32), crate::Team>> {
+fn teams() -> MutexGuard<'static, BTreeMap<(u64, i32), shmem::Team>> {
     TEAMS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The active instance's team with handle `handle`.
-fn team(handle: i32) -> Result<crate::Team> {
+fn team(handle: i32) -> Result<shmem::Team> {
     let inst = active()?;
     if handle == TEAM_WORLD {
         return Ok(inst.team_world());
@@ -300,7 +299,7 @@ fn single_instance(what: &str) -> Result<Instance> {
     Ok(inst)
 }
 
-fn handle_of(t: Option<crate::Team>) -> i32 {
+fn handle_of(t: Option<shmem::Team>) -> i32 {
     match t {
         None => TEAM_INVALID,
         Some(t) => {
@@ -316,7 +315,7 @@ fn handle_of(t: Option<crate::Team>) -> i32 {
 pub fn team_split_strided(parent: i32, start: i32, stride: i32, size: i32) -> Result<i32> {
     single_instance("aclshmem_team_split_strided")?;
     let p = team(parent).inspect_err(|e| tracing::error!("team_split_strided: {e}"))?;
-    p.split_strided(start, stride, size, crate::TeamConfig::default())
+    p.split_strided(start, stride, size, shmem::TeamConfig::default())
         .map(handle_of)
 }
 
@@ -326,8 +325,8 @@ pub fn team_split_2d(parent: i32, xrange: i32) -> Result<(i32, i32)> {
     let p = team(parent).inspect_err(|e| tracing::error!("team_split_2d: {e}"))?;
     let (x, y) = p.split_2d(
         xrange,
-        crate::TeamConfig::default(),
-        crate::TeamConfig::default(),
+        shmem::TeamConfig::default(),
+        shmem::TeamConfig::default(),
     )?;
     Ok((handle_of(x), handle_of(y)))
 }
@@ -336,7 +335,7 @@ pub fn team_split_2d(parent: i32, xrange: i32) -> Result<(i32, i32)> {
 /// `ACLSHMEM_NOT_SUPPORTED` on instances other than 0.
 pub fn team_translate_pe(src: i32, src_pe: i32, dest: i32) -> i32 {
     if single_instance("aclshmem_team_translate_pe").is_err() {
-        return crate::Code::NotSupported as i32;
+        return shmem::Code::NotSupported as i32;
     }
     match (team(src), team(dest), u32::try_from(src_pe)) {
         (Ok(s), Ok(d), Ok(pe)) => s.translate_pe(pe, &d).map_or(-1, |p| p as i32),
@@ -348,7 +347,7 @@ pub fn team_translate_pe(src: i32, src_pe: i32, dest: i32) -> i32 {
 /// other than 0.
 pub fn team_my_pe(handle: i32) -> i32 {
     if single_instance("aclshmem_team_my_pe").is_err() {
-        return crate::Code::NotSupported as i32;
+        return shmem::Code::NotSupported as i32;
     }
     team(handle).map_or(-1, |t| t.my_pe() as i32)
 }
@@ -357,14 +356,14 @@ pub fn team_my_pe(handle: i32) -> i32 {
 /// other than 0.
 pub fn team_n_pes(handle: i32) -> i32 {
     if single_instance("aclshmem_team_n_pes").is_err() {
-        return crate::Code::NotSupported as i32;
+        return shmem::Code::NotSupported as i32;
     }
     team(handle).map_or(-1, |t| t.n_pes() as i32)
 }
 
 /// `aclshmem_team_get_config`: `INVALID_PARAM` for an invalid team; `NOT_SUPPORTED` on
 /// instances other than 0.
-pub fn team_get_config(handle: i32) -> Result<crate::TeamConfig> {
+pub fn team_get_config(handle: i32) -> Result<shmem::TeamConfig> {
     single_instance("aclshmem_team_get_config")?;
     team(handle)
         .map(|t| t.config())

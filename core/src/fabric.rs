@@ -1,0 +1,396 @@
+//! The transport of an instance, chosen at run time among the backends of this build.
+//!
+//! [`Fabric`] is an enum over the transports and [`Queue`] over their queues, so a call is a
+//! `match` on a discriminant the branch predictor always gets right, followed by a static call
+//! of the [`Transport`] method: no virtual call, no downcast, and the methods inline. A queue
+//! only ever meets the transport that made it (both live in one instance), so the pair always
+//! matches.
+//!
+//! The data-path methods are the transport's own `unsafe` methods: the core validates every
+//! access before it calls them (see [`Transport`]'s safety section), and nothing is checked
+//! twice.
+
+use std::fmt;
+use std::ptr::NonNull;
+
+use shmem_backend::{
+    AmoOp, BarrierSpec, Exchange, Local, LocalMut, Pe, Profile, SegmentSpec, Signal, Strided,
+    Transport, TransportError, WaitWord, Watch, Width,
+};
+use shmem_sim::SimTransport;
+
+use crate::attr::Backend;
+use crate::error::{Error, Result};
+
+/// An instance's transport.
+#[derive(Debug)]
+pub(crate) enum Fabric {
+    /// The multi-process shared-memory simulator.
+    Sim(SimTransport),
+}
+
+/// A completion queue of a [`Fabric`].
+#[derive(Debug)]
+pub(crate) enum Queue {
+    /// A queue of the simulator.
+    Sim(shmem_sim::SimQueue),
+}
+
+/// An in-order stream of work on the device of this PE, that contexts can be made from
+/// (CANN's `aclrtStream` and its `_on_stream` calls): every operation issued on such a context
+/// runs in stream order and completes when the stream is synchronised.
+///
+/// ```
+/// let stream = shmem::Stream::new();
+/// stream.synchronize()?; // nothing enqueued yet
+/// # Ok::<(), shmem::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub enum Stream {
+    /// A stream of the simulator's executor.
+    Sim(shmem_sim::Stream),
+}
+
+impl Stream {
+    /// A new stream of the simulator; it holds its work back until it is synchronised when
+    /// the simulator's strict completion mode is on (`SHMEM_SIM_STRICT`).
+    pub fn new() -> Stream {
+        let strict = shmem_sim::SimSettings::from_env().is_ok_and(|s| s.strict);
+        Stream::Sim(shmem_sim::Stream::new(strict))
+    }
+
+    /// Waits until everything enqueued on the stream so far has run, and returns the first
+    /// failure since the last synchronisation (`aclrtSynchronizeStream`).
+    pub fn synchronize(&self) -> Result<()> {
+        match self {
+            Stream::Sim(s) => s.synchronize().map_err(Error::from),
+        }
+    }
+}
+
+impl Default for Stream {
+    fn default() -> Self {
+        Stream::new()
+    }
+}
+
+/// `match` over the transport (and, with a queue, the pair).
+macro_rules! on {
+    ($fabric:expr, |$t:ident| $body:expr) => {
+        match $fabric {
+            Fabric::Sim($t) => $body,
+        }
+    };
+    ($fabric:expr, $queue:expr, |$t:ident, $q:ident| $body:expr) => {
+        match ($fabric, $queue) {
+            (Fabric::Sim($t), Queue::Sim($q)) => $body,
+        }
+    };
+}
+
+impl Fabric {
+    /// Opens `backend`'s segment for `spec`, meeting the peers through `exchange`.
+    pub(crate) fn open(
+        backend: Backend,
+        spec: SegmentSpec,
+        exchange: &mut dyn Exchange,
+    ) -> Result<Fabric> {
+        match backend {
+            Backend::Sim => Ok(Fabric::Sim(SimTransport::open(spec, exchange)?)),
+            Backend::Hw => Err(Error::NotSupported(
+                "the hw backend (Ascend NPUs) is not part of this build yet; use SHMEM_BACKEND=sim"
+                    .into(),
+            )),
+        }
+    }
+
+    pub(crate) fn profile(&self) -> &Profile {
+        on!(self, |t| t.profile())
+    }
+
+    pub(crate) fn segment_base(&self, pe: Pe) -> u64 {
+        on!(self, |t| t.segment_base(pe))
+    }
+
+    pub(crate) fn host_mapping(&self, pe: Pe) -> Option<NonNull<u8>> {
+        on!(self, |t| t.host_mapping(pe))
+    }
+
+    pub(crate) fn new_queue(&self) -> Queue {
+        on!(self, |t| Queue::Sim(t.new_queue()))
+    }
+
+    pub(crate) fn stream_queue(&self, stream: &Stream) -> Result<Queue> {
+        match (self, stream) {
+            (Fabric::Sim(t), Stream::Sim(s)) => Ok(Queue::Sim(t.stream_queue(s)?)),
+        }
+    }
+
+    pub(crate) fn register_device(&self, addr: u64, len: usize) -> Result<()> {
+        Ok(on!(self, |t| t.register_device(addr, len))?)
+    }
+
+    pub(crate) fn deregister_device(&self, addr: u64, len: usize) -> Result<()> {
+        Ok(on!(self, |t| t.deregister_device(addr, len))?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::put`]'s.
+    #[inline]
+    pub(crate) unsafe fn put(&self, q: &Queue, pe: Pe, dst: usize, src: Local<'_>) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe { t.put(q, pe, dst, src) })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::get`]'s.
+    #[inline]
+    pub(crate) unsafe fn get(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        src: usize,
+        dst: LocalMut<'_>,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe { t.get(q, pe, src, dst) })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::put_nbi`]'s.
+    #[inline]
+    pub(crate) unsafe fn put_nbi(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        dst: usize,
+        src: Local<'_>,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe { t.put_nbi(q, pe, dst, src) })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::get_nbi`]'s.
+    #[inline]
+    pub(crate) unsafe fn get_nbi(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        src: usize,
+        dst: LocalMut<'_>,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe { t.get_nbi(q, pe, src, dst) })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::iput`]'s.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn iput(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        dst: Strided,
+        src: Local<'_>,
+        src_layout: Strided,
+        elem: usize,
+        nelems: usize,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe {
+            t.iput(q, pe, dst, src, src_layout, elem, nelems)
+        })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::iget`]'s.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn iget(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        src: Strided,
+        dst: LocalMut<'_>,
+        dst_layout: Strided,
+        elem: usize,
+        nelems: usize,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe {
+            t.iget(q, pe, src, dst, dst_layout, elem, nelems)
+        })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::fill`]'s.
+    pub(crate) unsafe fn fill(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        dst: usize,
+        byte: u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe {
+            t.fill(q, pe, dst, byte, len)
+        })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::atomic`]'s.
+    #[inline]
+    pub(crate) unsafe fn atomic(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+    ) -> Result<u64> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe {
+            t.atomic(q, pe, offset, width, op)
+        })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::atomic_nbi`]'s.
+    pub(crate) unsafe fn atomic_nbi(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+        fetch: *mut u8,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe {
+            t.atomic_nbi(q, pe, offset, width, op, fetch)
+        })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::signal`]'s.
+    #[inline]
+    pub(crate) unsafe fn signal(&self, q: &Queue, pe: Pe, sig: Signal) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe { t.signal(q, pe, sig) })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::put_signal`]'s.
+    #[inline]
+    pub(crate) unsafe fn put_signal(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        dst: usize,
+        src: Local<'_>,
+        sig: Signal,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe {
+            t.put_signal(q, pe, dst, src, sig)
+        })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::put_signal_nbi`]'s.
+    pub(crate) unsafe fn put_signal_nbi(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        dst: usize,
+        src: Local<'_>,
+        sig: Signal,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe {
+            t.put_signal_nbi(q, pe, dst, src, sig)
+        })?)
+    }
+
+    #[inline]
+    pub(crate) fn fence(&self, q: &Queue) -> Result<()> {
+        Ok(on!(self, q, |t, q| t.fence(q))?)
+    }
+
+    #[inline]
+    pub(crate) fn quiet(&self, q: &Queue) -> Result<()> {
+        Ok(on!(self, q, |t, q| t.quiet(q))?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::load`]'s.
+    #[inline]
+    pub(crate) unsafe fn load(&self, offset: usize, width: Width) -> Result<u64> {
+        // SAFETY: forwarded.
+        Ok(on!(self, |t| unsafe { t.load(offset, width) })?)
+    }
+
+    /// Waits until `pred` holds; an error from `pred` ends the wait with it.
+    pub(crate) fn wait_local(
+        &self,
+        watch: Watch,
+        what: &dyn fmt::Display,
+        pred: &mut dyn FnMut() -> Result<bool>,
+    ) -> Result<()> {
+        let mut failed = None;
+        let mut p = || -> std::result::Result<bool, TransportError> {
+            match pred() {
+                Ok(done) => Ok(done),
+                Err(e) => {
+                    failed = Some(e);
+                    Ok(true)
+                }
+            }
+        };
+        let r = on!(self, |t| t.wait_local(watch, what, &mut p));
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(r?),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::wait_until`]'s.
+    pub(crate) unsafe fn wait_until(
+        &self,
+        q: &Queue,
+        w: WaitWord,
+        what: &dyn fmt::Display,
+    ) -> Result<Option<u64>> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe { t.wait_until(q, w, what) })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::barrier`]'s.
+    pub(crate) unsafe fn barrier(
+        &self,
+        q: &Queue,
+        b: &BarrierSpec,
+        what: &dyn fmt::Display,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe { t.barrier(q, b, what) })?)
+    }
+}
