@@ -15,6 +15,7 @@ pub mod p2p;
 pub mod ptr;
 pub mod rma;
 pub mod signal;
+pub mod stream;
 pub mod sync;
 pub mod team;
 
@@ -26,6 +27,7 @@ pub fn all() -> Vec<Case> {
         ptr::cases(),
         rma::cases(),
         sync::cases(),
+        stream::cases(),
         order::cases(),
         ctx::cases(),
         amo::cases(),
