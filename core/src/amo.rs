@@ -76,17 +76,23 @@ impl<T> SymElem<'_, T> {
     pub(crate) fn check_word(&self, width: Width) -> Result<()> {
         let w = width.bytes();
         if !self.offset.is_multiple_of(w) {
-            return Err(Error::Misaligned(format!(
-                "heap offset {:#x} is not aligned to the {w}-byte width of the operation",
-                self.offset
-            )));
+            return Err(misaligned(self.offset, w));
         }
         self.ctx.inst.check_heap_range(self.offset, w)
     }
 }
 
+#[cold]
+fn misaligned(offset: usize, w: usize) -> Error {
+    Error::Misaligned(format!(
+        "heap offset {offset:#x} is not aligned to the {w}-byte width of the operation"
+    ))
+}
+
 impl<T: AmoType> SymElem<'_, T> {
-    #[inline]
+    // Always inlined: the operation is a constant at every call site, so the transport's
+    // `match` on it folds away.
+    #[inline(always)]
     fn amo(&self, pe: Pe, op: AmoOp) -> Result<T> {
         self.ctx
             .inst

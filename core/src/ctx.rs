@@ -126,6 +126,15 @@ impl<'a> CtxRef<'a> {
     /// team numbering) to the instance's.
     #[inline]
     pub(crate) fn target(&self, pe: Pe) -> Result<Pe> {
+        // The common case, the default context of a live instance, with nothing to build.
+        if self.ctx.is_none() && pe < self.inst.inner.n_pes && self.inst.is_initialized() {
+            return Ok(pe);
+        }
+        self.target_checked(pe)
+    }
+
+    #[cold]
+    fn target_checked(&self, pe: Pe) -> Result<Pe> {
         self.usable()?;
         match self.ctx.and_then(|c| c.team.as_ref()) {
             None => {

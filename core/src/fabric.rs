@@ -248,7 +248,7 @@ impl Fabric {
     /// # Safety
     ///
     /// [`Transport::atomic`]'s.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn atomic(
         &self,
         q: &Queue,

@@ -35,6 +35,8 @@ pub(crate) struct Inner {
     pub(crate) queue: Queue,
     /// The queue of the library's own synchronisation traffic.
     pub(crate) sync_queue: Queue,
+    /// The transport's capabilities, read on every call that needs one.
+    pub(crate) caps: Capabilities,
     /// Device memory registered with the instance: start address and length, by start.
     pub(crate) devices: Mutex<std::collections::BTreeMap<u64, usize>>,
     state: AtomicU8,
@@ -292,6 +294,7 @@ impl Instance {
             queue: fabric.new_queue(),
             sync_queue: fabric.new_queue(),
             devices: Mutex::new(Default::default()),
+            caps: fabric.profile().caps,
             state: AtomicU8::new(LIVE),
             boot,
             fabric: Arc::new(fabric),
@@ -437,6 +440,7 @@ impl Instance {
     }
 
     /// Whether the instance is initialised (not yet finalised).
+    #[inline]
     pub fn is_initialized(&self) -> bool {
         self.inner.state.load(Ordering::Acquire) == LIVE
     }
@@ -480,20 +484,25 @@ impl Instance {
     /// [`Capabilities`] (under `SHMEM_PROFILE=cann`, the CANN transport's).
     #[inline]
     pub(crate) fn require(&self, has: fn(&Capabilities) -> bool, what: &str) -> Result<()> {
-        let p = self.inner.fabric.profile();
-        if has(&p.caps) {
+        if has(&self.inner.caps) {
             Ok(())
         } else {
-            Err(Error::NotSupported(format!(
-                "{what}: the {} transport{} cannot do this",
-                p.name,
-                if p.caps == p.caps.restrict(Capabilities::CANN) {
-                    " (with the CANN transport's capabilities, SHMEM_PROFILE=cann)"
-                } else {
-                    ""
-                }
-            )))
+            Err(self.unsupported(what))
         }
+    }
+
+    #[cold]
+    fn unsupported(&self, what: &str) -> Error {
+        let p = self.inner.fabric.profile();
+        Error::NotSupported(format!(
+            "{what}: the {} transport{} cannot do this",
+            p.name,
+            if p.caps == p.caps.restrict(Capabilities::CANN) {
+                " (with the CANN transport's capabilities, SHMEM_PROFILE=cann)"
+            } else {
+                ""
+            }
+        ))
     }
 
     /// Completes every operation issued on the default context.
@@ -533,6 +542,7 @@ impl Instance {
     }
 
     /// The bytes of symmetric heap per PE (`local_mem_size` + 6 MiB).
+    #[inline]
     pub fn heap_size(&self) -> usize {
         self.inner.heap.size() as usize
     }

@@ -19,14 +19,20 @@ use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::sym::SymSlice;
 
+#[inline]
 fn same_len(what: &str, local: usize, sym: usize) -> Result<()> {
     if local == sym {
         Ok(())
     } else {
-        Err(Error::InvalidParam(format!(
-            "{what}: the local buffer has {local} elements, the symmetric view {sym}"
-        )))
+        Err(length_mismatch(what, local, sym))
     }
+}
+
+#[cold]
+fn length_mismatch(what: &str, local: usize, sym: usize) -> Error {
+    Error::InvalidParam(format!(
+        "{what}: the local buffer has {local} elements, the symmetric view {sym}"
+    ))
 }
 
 /// A range of device memory registered with an instance ([`Instance::register_device`]): the
@@ -45,11 +51,16 @@ impl Instance {
     pub(crate) fn check_heap_range(&self, offset: usize, len: usize) -> Result<()> {
         match offset.checked_add(len) {
             Some(end) if end <= self.heap_size() => Ok(()),
-            _ => Err(Error::OutOfBounds(format!(
-                "{len} bytes at heap offset {offset:#x} do not lie inside the symmetric heap of {:#x} bytes",
-                self.heap_size()
-            ))),
+            _ => Err(self.outside_heap(offset, len)),
         }
+    }
+
+    #[cold]
+    fn outside_heap(&self, offset: usize, len: usize) -> Error {
+        Error::OutOfBounds(format!(
+            "{len} bytes at heap offset {offset:#x} do not lie inside the symmetric heap of {:#x} bytes",
+            self.heap_size()
+        ))
     }
 
     fn check_strided(

@@ -63,7 +63,7 @@ macro_rules! with_atomic {
 /// `ptr` must be valid for reads and writes of `width.bytes()` bytes and aligned to that width.
 // The W64 arm converts u64 to u64; the others widen.
 #[allow(clippy::useless_conversion)]
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn amo(ptr: *mut u8, width: Width, op: AmoOp) -> u64 {
     with_atomic!(width, ptr, |a, T| {
         let v = |x: u64| x as T;

@@ -368,19 +368,7 @@ impl SimTransport {
                 let off = dst as usize - self.slot(pe) as usize;
                 match signal {
                     None => self.notify(pe, off, len),
-                    Some(sig) => {
-                        let addr = self.at(pe, sig.offset);
-                        // SAFETY: an aligned signal word inside the segment; its update comes
-                        // after the data (release, or a sequentially consistent add).
-                        let rmw = unsafe { access::signal(addr, sig.width, sig.op, sig.value) };
-                        let end = (off + len).max(sig.offset + sig.width.bytes());
-                        let lo = off.min(sig.offset);
-                        if rmw {
-                            self.control(pe).notify_rmw(lo, end - lo);
-                        } else {
-                            self.notify(pe, lo, end - lo);
-                        }
-                    }
+                    Some(sig) => self.signal_after(pe, off, len, sig),
                 }
             }
             Deferred::Get { dst, src, len } => {
@@ -409,14 +397,55 @@ impl SimTransport {
         }
     }
 
-    /// A blocking update or atomic on a plain queue: in strict mode, first completes what an
-    /// earlier fence ordered ahead of it; then performs it.
+    /// Before a blocking update or atomic on a plain queue, in strict mode: completes what an
+    /// earlier fence ordered ahead of it.
     #[inline]
-    fn blocking(&self, strict: &Option<Mutex<StrictQueue>>, pe: Pe, op: Deferred) {
+    fn before_blocking(&self, strict: &Option<Mutex<StrictQueue>>, pe: Pe) {
         if let Some(m) = strict {
-            lock(m).complete_fenced(pe, &mut |d| self.execute(d));
+            self.complete_fenced(m, pe);
         }
-        self.execute(op);
+    }
+
+    #[cold]
+    fn complete_fenced(&self, m: &Mutex<StrictQueue>, pe: Pe) {
+        lock(m).complete_fenced(pe, &mut |d| self.execute(d));
+    }
+
+    /// A blocking put (with a signal) on a plain queue.
+    #[inline]
+    fn put_now(
+        &self,
+        strict: &Option<Mutex<StrictQueue>>,
+        pe: Pe,
+        dst: usize,
+        src: &Local<'_>,
+        signal: Option<Signal>,
+    ) {
+        self.before_blocking(strict, pe);
+        let len = src.len();
+        // SAFETY: `dst..dst+len` lies in `pe`'s segment and `src` is readable (the data-path
+        // preconditions).
+        unsafe { access::copy(self.at(pe, dst), self.src_ptr(src), len) };
+        match signal {
+            None => self.notify(pe, dst, len),
+            Some(sig) => self.signal_after(pe, dst, len, sig),
+        }
+    }
+
+    /// Applies the signal of a put-with-signal whose data is in place, and wakes the sleepers.
+    #[inline]
+    fn signal_after(&self, pe: Pe, dst: usize, len: usize, sig: Signal) {
+        let addr = self.at(pe, sig.offset);
+        // SAFETY: an aligned signal word inside the segment; its update comes after the data
+        // (release, or a sequentially consistent add).
+        let rmw = unsafe { access::signal(addr, sig.width, sig.op, sig.value) };
+        let lo = dst.min(sig.offset);
+        let end = (dst + len).max(sig.offset + sig.width.bytes());
+        if rmw {
+            self.control(pe).notify_rmw(lo, end - lo);
+        } else {
+            self.notify(pe, lo, end - lo);
+        }
     }
 
     /// A non-blocking operation on a plain queue: performed now, or held in strict mode.
@@ -509,6 +538,7 @@ impl Transport for SimTransport {
         Ok(())
     }
 
+    #[inline]
     unsafe fn put(
         &self,
         q: &SimQueue,
@@ -518,7 +548,7 @@ impl Transport for SimTransport {
     ) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(strict) => {
-                self.blocking(strict, pe, self.put_op(pe, dst, &src, None));
+                self.put_now(strict, pe, dst, &src, None);
                 Ok(())
             }
             Kind::Stream(s) => {
@@ -530,6 +560,7 @@ impl Transport for SimTransport {
         }
     }
 
+    #[inline]
     unsafe fn get(
         &self,
         q: &SimQueue,
@@ -539,11 +570,9 @@ impl Transport for SimTransport {
     ) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(_) => {
-                self.execute(Deferred::Get {
-                    dst: self.dst_ptr(&mut dst),
-                    src: self.at(pe, src),
-                    len: dst.len(),
-                });
+                // SAFETY: `src..src+len` lies in `pe`'s segment and `dst` is writable (the
+                // data-path preconditions).
+                unsafe { access::copy(self.dst_ptr(&mut dst), self.at(pe, src), dst.len()) };
                 Ok(())
             }
             Kind::Stream(s) => {
@@ -561,6 +590,7 @@ impl Transport for SimTransport {
         }
     }
 
+    #[inline]
     unsafe fn put_nbi(
         &self,
         q: &SimQueue,
@@ -583,6 +613,7 @@ impl Transport for SimTransport {
         }
     }
 
+    #[inline]
     unsafe fn get_nbi(
         &self,
         q: &SimQueue,
@@ -641,9 +672,7 @@ impl Transport for SimTransport {
                 return Ok(());
             }
         };
-        if let Some(m) = strict {
-            lock(m).complete_fenced(pe, &mut |d| self.execute(d));
-        }
+        self.before_blocking(strict, pe);
         let (to, from) = (self.at(pe, dst.first), self.src_ptr(&src));
         for i in 0..nelems as isize {
             // SAFETY: both spans were checked by the core, so every element lies inside its
@@ -716,9 +745,7 @@ impl Transport for SimTransport {
     ) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(strict) => {
-                if let Some(m) = strict {
-                    lock(m).complete_fenced(pe, &mut |d| self.execute(d));
-                }
+                self.before_blocking(strict, pe);
                 // SAFETY: `dst..dst+len` lies inside `pe`'s segment (checked by the core).
                 unsafe { std::ptr::write_bytes(self.at(pe, dst), byte, len) };
                 self.notify(pe, dst, len);
@@ -733,6 +760,7 @@ impl Transport for SimTransport {
         }
     }
 
+    #[inline(always)]
     unsafe fn atomic(
         &self,
         q: &SimQueue,
@@ -746,9 +774,7 @@ impl Transport for SimTransport {
                 // Fence orders every blocking atomic behind the operations before it, the
                 // fetch-only ones included (OpenSHMEM's ordering table lists blocking AMOs as
                 // fenced).
-                if let Some(m) = strict {
-                    lock(m).complete_fenced(pe, &mut |d| self.execute(d));
-                }
+                self.before_blocking(strict, pe);
                 // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
                 let old = unsafe { access::amo(self.at(pe, offset), width, op) };
                 if op.writes() {
@@ -805,12 +831,11 @@ impl Transport for SimTransport {
         }
     }
 
+    #[inline]
     unsafe fn signal(&self, q: &SimQueue, pe: Pe, sig: Signal) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(strict) => {
-                if let Some(m) = strict {
-                    lock(m).complete_fenced(pe, &mut |d| self.execute(d));
-                }
+                self.before_blocking(strict, pe);
                 // SAFETY: an aligned signal word inside `pe`'s segment (checked by the core).
                 let rmw = unsafe {
                     access::signal(self.at(pe, sig.offset), sig.width, sig.op, sig.value)
@@ -831,6 +856,7 @@ impl Transport for SimTransport {
         }
     }
 
+    #[inline]
     unsafe fn put_signal(
         &self,
         q: &SimQueue,
@@ -841,7 +867,7 @@ impl Transport for SimTransport {
     ) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(strict) => {
-                self.blocking(strict, pe, self.put_op(pe, dst, &src, Some(sig)));
+                self.put_now(strict, pe, dst, &src, Some(sig));
                 Ok(())
             }
             Kind::Stream(s) => {
@@ -876,6 +902,7 @@ impl Transport for SimTransport {
         }
     }
 
+    #[inline]
     fn fence(&self, q: &SimQueue) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(None) => fence(Ordering::Release),
@@ -886,6 +913,7 @@ impl Transport for SimTransport {
         Ok(())
     }
 
+    #[inline]
     fn quiet(&self, q: &SimQueue) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(strict) => {
@@ -899,6 +927,7 @@ impl Transport for SimTransport {
         }
     }
 
+    #[inline]
     unsafe fn load(&self, offset: usize, width: Width) -> Result<u64, TransportError> {
         // SAFETY: an aligned word inside this PE's segment (the caller's contract).
         Ok(unsafe { access::load(self.at(self.my_pe, offset), width) })

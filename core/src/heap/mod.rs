@@ -39,6 +39,7 @@ impl Heap {
     }
 
     /// The heap size in bytes.
+    #[inline]
     pub(crate) fn size(&self) -> u64 {
         self.size
     }
