@@ -27,7 +27,7 @@ use shmem_backend::Pe;
 use crate::error::{Error, Result};
 use crate::fabric::{Queue, Stream};
 use crate::instance::Instance;
-use crate::team::Team;
+use crate::team::state::TeamState;
 
 /// The options of a context (`SHMEM_CTX_*`), combined with `|`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -68,7 +68,7 @@ pub struct Context {
 pub(crate) struct CtxInner {
     pub(crate) inst: Instance,
     /// The team whose PE numbering the context uses; `None` for the world.
-    pub(crate) team: Option<Team>,
+    pub(crate) team: Option<Arc<TeamState>>,
     pub(crate) queue: Queue,
     /// The stream the context runs on, if it was made from one.
     pub(crate) stream: Option<Stream>,
@@ -82,7 +82,7 @@ impl std::fmt::Debug for Context {
         f.debug_struct("Context")
             .field("instance", &self.inner.inst.id())
             .field("options", &self.inner.options)
-            .field("team", &self.inner.team.as_ref().map(|t| t.index()))
+            .field("team", &self.inner.team.as_ref().map(|t| t.index))
             .finish()
     }
 }
@@ -195,15 +195,6 @@ impl Context {
         self.inner.options
     }
 
-    /// The team the context was created from (`shmem_ctx_get_team`); the world team for a
-    /// context created from the instance.
-    pub fn team(&self) -> Team {
-        self.inner
-            .team
-            .clone()
-            .unwrap_or_else(|| self.inner.inst.team_world())
-    }
-
     /// Completes every operation issued on this context.
     pub fn quiet(&self) -> Result<()> {
         self.as_ref().quiet()
@@ -254,7 +245,7 @@ impl Instance {
 
     pub(crate) fn new_ctx(
         &self,
-        team: Option<Team>,
+        team: Option<Arc<TeamState>>,
         options: CtxOptions,
         stream: Option<&Stream>,
     ) -> Result<Context> {

@@ -15,9 +15,12 @@ use crate::bootstrap::{self, Bootstrap, BootstrapError, StoreBootstrap, StoreCon
 use crate::error::{Error, Result};
 use crate::fabric::{Fabric, Queue};
 use crate::heap::Heap;
-use crate::registry::{self, Claim};
+use crate::registry::{Claim, Registry};
 use crate::settings;
-use crate::team::{MAX_TEAMS, SCRATCH_PER_TEAM, Teams};
+use crate::team::state::{MAX_TEAMS, SCRATCH_PER_TEAM, Teams};
+
+/// This process's live instances, by id.
+static INSTANCES: Registry<Inner> = Registry::new();
 
 const LIVE: u8 = 1;
 const FINALIZED: u8 = 2;
@@ -53,7 +56,7 @@ impl Drop for Inner {
                 self.id,
                 self.my_pe
             );
-            registry::release(self.id);
+            INSTANCES.release(self.id);
         }
     }
 }
@@ -259,7 +262,7 @@ impl Instance {
             .ok_or_else(|| Error::InvalidValue("the heap does not fit in memory".into()))?;
         let heap = Heap::new(heap_size).map_err(|e| Error::Memory(e.to_string()))?;
         raise_descriptor_limit();
-        let claim: Claim = registry::claim(attrs.instance_id)?;
+        let claim: Claim<'_, Inner> = INSTANCES.claim(attrs.instance_id)?;
         let (my_pe, n_pes) = (attrs.my_pe as u32, attrs.n_pes as u32);
         let boot: Arc<dyn Bootstrap> = Self::bootstrap(attrs, my_pe, n_pes)?.into();
         let spec = SegmentSpec {
@@ -596,7 +599,7 @@ impl Instance {
             self.fabric().quiet(&self.inner.queue)?;
             self.inner.boot.finalize().map_err(boot_error)
         })();
-        registry::release(self.inner.id);
+        INSTANCES.release(self.inner.id);
         r
     }
 
@@ -621,19 +624,19 @@ impl Instance {
     /// Looks up a live instance of this process by id (the handle the CANN-compatible layer and
     /// the C ABI use).
     pub fn by_id(id: u64) -> Option<Instance> {
-        registry::lookup(id).map(|inner| Instance { inner })
+        INSTANCES.lookup(id).map(|inner| Instance { inner })
     }
 
     /// The ids of this process's live instances.
     pub fn live_ids() -> Vec<u64> {
-        registry::live_ids()
+        INSTANCES.live_ids()
     }
 
     /// Where instance id `id` stands in this process.
     pub fn id_state(id: u64) -> IdState {
-        if registry::lookup(id).is_some() {
+        if INSTANCES.lookup(id).is_some() {
             IdState::Live
-        } else if registry::is_creating(id) {
+        } else if INSTANCES.is_creating(id) {
             IdState::Initializing
         } else {
             IdState::Free

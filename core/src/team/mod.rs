@@ -18,247 +18,22 @@
 //! phases, which matters when PEs outnumber cores (every phase costs each waiting PE one trip
 //! through the scheduler). Only `signal` and local waits are used, so it runs on any transport.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
-use shmem_backend::{BarrierSpec, Cmp, Pe, ScalarKind, WaitWord};
+use shmem_backend::Pe;
 
 use crate::ctx::{Context, CtxOptions, CtxRef};
 use crate::error::{Error, Result};
 use crate::fabric::Queue;
-use crate::heap::layout::{Reserved, SYNC_ARRAY_SIZE};
+use crate::heap::layout::SYNC_ARRAY_SIZE;
 use crate::instance::Instance;
 
-/// The radix of the barrier and reduction trees.
-pub(crate) const RADIX: u32 = shmem_backend::sync::RADIX;
-/// The most teams one instance can have at once, the world and shared teams included (CANN's
-/// team mask effectively allows 64).
-pub const MAX_TEAMS: usize = 128;
-/// Bytes of collective scratch per team, beyond the heap.
-pub(crate) const SCRATCH_PER_TEAM: usize = 64 << 10;
-/// The index of the world team.
-pub(crate) const WORLD_INDEX: u32 = 0;
-/// The index of the shared team.
-pub(crate) const SHARED_INDEX: u32 = 1;
+pub(crate) mod state;
 
-/// Offsets of the words of a team's sync slot (one 64-byte line each).
-pub(crate) mod words {
-    /// Barrier arrivals (signal-add by children).
-    pub(crate) const ARRIVE: u64 = 0;
-    /// Barrier release (signal-set of the epoch by the parent).
-    pub(crate) const RELEASE: u64 = 64;
-    /// Collectives: a root counts the members ready to receive.
-    pub(crate) const READY: u64 = 128;
-    /// Collectives: a root tells a member its data has arrived.
-    pub(crate) const DONE: u64 = 192;
-    /// Collectives: blocks received in an all-to-all exchange.
-    pub(crate) const DATA: u64 = 256;
-    /// Reductions: partial results received from children.
-    pub(crate) const UP: u64 = 320;
-    /// Reductions: a result chunk received from the parent.
-    pub(crate) const DOWN: u64 = 384;
-    /// Small exchanges through the gather scratch: blocks received into each half.
-    pub(crate) const GATHER: [u64; 2] = [448, 512];
-    /// Reduce-scatter reductions: result segments received.
-    pub(crate) const RESULT: u64 = 576;
-}
-const _: () = assert!(words::RESULT + 8 <= SYNC_ARRAY_SIZE);
-
-/// A wait until this PE's 64-bit sync word at `offset` is at least `threshold`.
-pub(crate) fn at_least(offset: usize, threshold: u64) -> WaitWord {
-    WaitWord {
-        offset,
-        kind: ScalarKind::U64,
-        cmp: Cmp::Ge,
-        value: threshold,
-    }
-}
-
-/// The configuration of a team (`shmem_team_config_t`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TeamConfig {
-    /// The number of contexts the program intends to create from the team.
-    pub num_contexts: i32,
-}
-
-/// The PEs of a team, as instance PE numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Members {
-    /// The first PE.
-    pub start: u32,
-    /// The distance between consecutive members.
-    pub stride: u32,
-    /// The number of members.
-    pub size: u32,
-}
-
-impl Members {
-    /// The instance PE of team rank `rank`.
-    pub(crate) fn pe(&self, rank: u32) -> Pe {
-        self.start + rank * self.stride
-    }
-
-    /// The team rank of instance PE `pe`, if it is a member.
-    pub(crate) fn rank_of(&self, pe: Pe) -> Option<u32> {
-        let d = pe.checked_sub(self.start)?;
-        if self.stride == 0 {
-            return (d == 0 && self.size > 0).then_some(0);
-        }
-        (d.is_multiple_of(self.stride) && d / self.stride < self.size).then_some(d / self.stride)
-    }
-}
-
-/// Collective bookkeeping of one team on this PE: how far each of its signal words has been
-/// waited on. Collectives on one team never run concurrently, so a mutex costs nothing.
-#[derive(Debug, Default)]
-pub(crate) struct CollCounters {
-    /// Collective operations completed (the value of DONE a root sets).
-    pub seq: u64,
-    /// READY signals this PE has waited for as a root.
-    pub ready: u64,
-    /// DATA signals this PE has waited for.
-    pub data: u64,
-    /// UP signals this PE has waited for.
-    pub up: u64,
-    /// Reduction chunks completed (the value of DOWN a parent sets).
-    pub chunk: u64,
-    /// Small exchanges completed (their parity picks the gather half).
-    pub rounds: u64,
-    /// GATHER signals this PE has waited for, per half.
-    pub gather: [u64; 2],
-    /// RESULT signals this PE has waited for.
-    pub result: u64,
-}
-
-/// One team's state on this PE.
-#[derive(Debug)]
-pub(crate) struct TeamState {
-    /// Its members.
-    pub members: Members,
-    /// This PE's rank in it.
-    pub my_rank: u32,
-    /// The agreed index.
-    pub index: u32,
-    /// The heap offset of its sync-pool slot.
-    pub slot: u64,
-    /// The segment offset of its scratch area.
-    pub scratch: usize,
-    /// Its configuration.
-    pub config: TeamConfig,
-    /// Barriers completed so far.
-    epoch: AtomicU64,
-    /// Collective bookkeeping.
-    pub coll: Mutex<CollCounters>,
-    live: AtomicBool,
-}
-
-impl TeamState {
-    pub(crate) fn new(
-        members: Members,
-        my_rank: u32,
-        index: u32,
-        reserved: &Reserved,
-        heap_size: usize,
-        config: TeamConfig,
-    ) -> TeamState {
-        TeamState {
-            members,
-            my_rank,
-            index,
-            slot: reserved.team_slot(u64::from(index)),
-            scratch: heap_size + index as usize * SCRATCH_PER_TEAM,
-            config,
-            epoch: AtomicU64::new(0),
-            coll: Mutex::new(CollCounters::default()),
-            live: AtomicBool::new(true),
-        }
-    }
-
-    /// The next barrier over the team: its epoch is taken now, in call order.
-    pub(crate) fn next_barrier(&self) -> BarrierSpec {
-        BarrierSpec {
-            start: self.members.start,
-            stride: self.members.stride,
-            size: self.members.size,
-            rank: self.my_rank,
-            arrive: (self.slot + words::ARRIVE) as usize,
-            release: (self.slot + words::RELEASE) as usize,
-            epoch: self.epoch.fetch_add(1, Ordering::Relaxed) + 1,
-        }
-    }
-
-    pub(crate) fn coll(&self) -> MutexGuard<'_, CollCounters> {
-        self.coll.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The teams of one instance on this PE.
-#[derive(Debug)]
-pub(crate) struct Teams {
-    pub world: Arc<TeamState>,
-    pub shared: Arc<TeamState>,
-    /// Which indices this PE's live teams use.
-    used: Mutex<[bool; MAX_TEAMS]>,
-    /// Serialises this PE's splits (the agreement must see a stable `used`).
-    split: Mutex<()>,
-}
-
-impl Teams {
-    /// The world and shared teams of a PE; `host_mapping` says whether this PE can load and
-    /// store its peers' heaps (else the shared team is this PE alone).
-    pub(crate) fn new(
-        n_pes: u32,
-        my_pe: u32,
-        reserved: &Reserved,
-        heap_size: usize,
-        host_mapping: bool,
-    ) -> Teams {
-        let all = Members {
-            start: 0,
-            stride: 1,
-            size: n_pes,
-        };
-        let (shared, shared_rank) = if host_mapping {
-            (all, my_pe)
-        } else {
-            (
-                Members {
-                    start: my_pe,
-                    stride: 1,
-                    size: 1,
-                },
-                0,
-            )
-        };
-        let mut used = [false; MAX_TEAMS];
-        used[WORLD_INDEX as usize] = true;
-        used[SHARED_INDEX as usize] = true;
-        Teams {
-            world: Arc::new(TeamState::new(
-                all,
-                my_pe,
-                WORLD_INDEX,
-                reserved,
-                heap_size,
-                TeamConfig::default(),
-            )),
-            shared: Arc::new(TeamState::new(
-                shared,
-                shared_rank,
-                SHARED_INDEX,
-                reserved,
-                heap_size,
-                TeamConfig::default(),
-            )),
-            used: Mutex::new(used),
-            split: Mutex::new(()),
-        }
-    }
-
-    fn used(&self) -> MutexGuard<'_, [bool; MAX_TEAMS]> {
-        self.used.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
+pub use state::{MAX_TEAMS, TeamConfig};
+pub(crate) use state::{
+    Members, RADIX, SCRATCH_PER_TEAM, SHARED_INDEX, TeamState, WORLD_INDEX, at_least, words,
+};
 
 /// A team of one instance. Cloning gives another handle to the same team.
 #[derive(Clone)]
@@ -333,29 +108,18 @@ impl Team {
 
     /// Whether the team is live (not destroyed).
     pub fn is_live(&self) -> bool {
-        self.state.live.load(Ordering::Acquire) && self.inst.is_initialized()
+        self.state.is_live() && self.inst.is_initialized()
     }
 
     pub(crate) fn check_live(&self) -> Result<()> {
         self.inst.check_live()?;
-        if self.state.live.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            Err(Error::InvalidParam("the team was destroyed".into()))
-        }
+        self.state.check_live()
     }
 
     /// The instance PE of team PE `pe`.
     pub fn to_instance_pe(&self, pe: Pe) -> Result<Pe> {
-        self.check_live()?;
-        if pe < self.state.members.size {
-            Ok(self.state.members.pe(pe))
-        } else {
-            Err(Error::InvalidPe {
-                pe: i64::from(pe),
-                n_pes: self.state.members.size,
-            })
-        }
+        self.inst.check_live()?;
+        self.state.to_instance_pe(pe)
     }
 
     /// The number in `dest` of this team's PE `pe` (`shmem_team_translate_pe`), or `None` when
@@ -420,7 +184,7 @@ impl Team {
     /// (`shmem_team_create_ctx`).
     pub fn create_ctx(&self, options: CtxOptions) -> Result<Context> {
         self.check_live()?;
-        self.inst.new_ctx(Some(self.clone()), options, None)
+        self.inst.new_ctx(Some(self.state.clone()), options, None)
     }
 
     /// Splits this team (`shmem_team_split_strided`): the new team has the `size` PEs of this
@@ -596,27 +360,22 @@ impl Team {
             ));
         }
         self.sync()?;
-        self.state.live.store(false, Ordering::Release);
+        self.state.destroyed();
         self.inst.inner.teams.used()[self.state.index as usize] = false;
         Ok(())
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn members_translate_both_ways() {
-        let m = Members {
-            start: 1,
-            stride: 2,
-            size: 3,
-        };
-        assert_eq!((0..3).map(|r| m.pe(r)).collect::<Vec<_>>(), vec![1, 3, 5]);
-        assert_eq!(m.rank_of(5), Some(2));
-        assert_eq!(m.rank_of(4), None);
-        assert_eq!(m.rank_of(7), None);
-        assert_eq!(m.rank_of(0), None);
+impl Context {
+    /// The team the context was created from (`shmem_ctx_get_team`); the world team for a
+    /// context created from the instance.
+    pub fn team(&self) -> Team {
+        match &self.inner.team {
+            Some(state) => Team {
+                inst: self.inner.inst.clone(),
+                state: state.clone(),
+            },
+            None => self.inner.inst.team_world(),
+        }
     }
 }
