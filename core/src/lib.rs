@@ -36,7 +36,6 @@ mod instance;
 mod launch;
 mod lock;
 mod log;
-pub mod mpi;
 mod p2p;
 mod registry;
 mod rma;
@@ -46,6 +45,8 @@ mod sym;
 mod team;
 
 pub use amo::{AmoBitwise, AmoStandard, AmoType};
+/// Open MPI, loaded at run time: the [`shmem_mpi`] crate (what the MPI bootstrap uses).
+pub use shmem_mpi as mpi;
 pub use attr::{
     Attributes, Backend, DEFAULT_TIMEOUT, EXTRA_SIZE, InitMode, MAX_IP_PORT_LEN,
     OptionalAttributes, Secret, UniqueId, engine,

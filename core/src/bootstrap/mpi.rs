@@ -109,7 +109,7 @@ impl LiveSlot {
                 )));
             }
             let initialised_here = mpi
-                .init_here()
+                .init_thread(crate::mpi::ThreadLevel::Multiple)
                 .map_err(|e| mpi_err("initialising MPI for the MPI bootstrap", e))?;
             if initialised_here {
                 l.bootstrap_initialised_mpi = true;
@@ -731,7 +731,7 @@ mod tests {
     fn below_thread_multiple(level: crate::mpi::ThreadLevel) {
         let (rank, size) = launcher_rank_size();
         let mpi = Mpi::get().expect("load MPI");
-        assert!(mpi.init_with_level(level).expect("init"));
+        assert!(mpi.init_thread(level).expect("init"));
         assert!(!mpi.thread_multiple().unwrap());
         let a = MpiBootstrap::new(None, rank, size, 1).expect("bootstrap a");
         let b = MpiBootstrap::new(None, rank, size, 2).expect("bootstrap b");
@@ -753,7 +753,7 @@ mod tests {
         });
         match level {
             crate::mpi::ThreadLevel::Serialized => other.expect("serialised call from a thread"),
-            crate::mpi::ThreadLevel::Funneled => {
+            _ => {
                 let e = other.unwrap_err().to_string();
                 assert!(e.contains("MPI_THREAD_FUNNELED"), "{e}");
             }
