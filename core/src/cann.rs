@@ -85,8 +85,11 @@ pub fn init_attr(flags: u32, attrs: &Attributes) -> Result<Instance> {
             tracing::warn!("Instance {id} already exists! Please don't repeat create!");
         } else if id != 0 {
             // Port selection runs before the context exists: a bad range changes nothing.
-            Instance::check_instance_port(&attrs)
-                .inspect_err(|e| tracing::error!("init of instance {id}: {e}"))?;
+            if attrs.mode == InitMode::Default {
+                attrs
+                    .bootstrap_address()
+                    .inspect_err(|e| tracing::error!("init of instance {id}: {e}"))?;
+            }
             c.known.insert(id);
         }
         c.active = id;
@@ -135,7 +138,7 @@ fn mode_from_flags(flags: u32, attrs: &Attributes) -> Result<Attributes> {
         if !matches!(a.mode, InitMode::Mpi(_)) {
             a.mode = InitMode::Mpi(None);
         }
-    } else if uid && Instance::usable_ip_port(&a) {
+    } else if uid && a.bootstrap_address().is_ok() {
         // DEFAULT with a valid ip_port wins over a unique id in comm_args.
         a.mode = InitMode::Default;
     }

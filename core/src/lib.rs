@@ -45,12 +45,11 @@ mod sym;
 mod team;
 
 pub use amo::{AmoBitwise, AmoStandard, AmoType};
-/// Open MPI, loaded at run time: the [`shmem_mpi`] crate (what the MPI bootstrap uses).
-pub use shmem_mpi as mpi;
 pub use attr::{
     Attributes, Backend, DEFAULT_TIMEOUT, EXTRA_SIZE, InitMode, MAX_IP_PORT_LEN,
     OptionalAttributes, Secret, UniqueId, engine,
 };
+pub use bootstrap::{BootstrapError, BootstrapErrorKind, RefuseReason};
 pub use coll::{Complex32, Complex64, ReduceOp, Reducible};
 pub use ctx::{Context, CtxOptions, CtxRef};
 pub use error::{Code, Error, Result};
@@ -62,6 +61,8 @@ pub use instance::{Instance, ThreadLevel};
 pub use lock::LockGuard;
 pub use rma::NbiScope;
 pub use shmem_backend::{Cmp, Pe, Scalar, SignalOp};
+/// Open MPI, loaded at run time: the [`shmem_mpi`] crate (what the MPI bootstrap uses).
+pub use shmem_mpi as mpi;
 pub use signal::SignalWord;
 pub use sym::{SymBuf, SymElem, SymSlice};
 pub use team::{MAX_TEAMS, Team, TeamConfig};
