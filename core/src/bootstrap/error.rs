@@ -91,7 +91,7 @@ pub enum BootstrapErrorKind {
 /// }
 /// # }
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct BootstrapError {
     kind: BootstrapErrorKind,
     message: String,
@@ -156,16 +156,6 @@ impl BootstrapError {
 impl fmt::Display for BootstrapError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
-    }
-}
-
-impl fmt::Debug for BootstrapError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BootstrapError")
-            .field("kind", &self.kind)
-            .field("message", &self.message)
-            .field("source", &self.source)
-            .finish()
     }
 }
 

@@ -40,6 +40,7 @@ pub use uid::UniqueId;
 
 pub(crate) use crate::attr::Secret;
 use crate::attr::{Attributes, InitMode};
+use server::ServerParams;
 use store::{StoreBootstrap, StoreConfig};
 
 /// The operations the rest of the crate needs from a bootstrap.
@@ -126,14 +127,18 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
             (m.url, m.listener, m.secret)
         }
     };
-    let cfg = StoreConfig {
-        url,
-        my_pe,
+    let op_timeout = attrs.op_timeout();
+    let job = ServerParams {
         n_pes,
         instance_id: id,
         secret,
         init_timeout,
-        op_timeout: attrs.op_timeout(),
+        op_timeout,
+    };
+    let cfg = StoreConfig {
+        url,
+        my_pe,
+        job,
         listener,
     };
     Ok(Box::new(

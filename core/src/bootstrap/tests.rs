@@ -37,17 +37,30 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
-fn config(url: &BootstrapUrl, pe: u32, n: u32) -> StoreConfig {
-    StoreConfig {
-        url: url.clone(),
-        my_pe: pe,
+fn params(n: u32) -> ServerParams {
+    ServerParams {
         n_pes: n,
         instance_id: 0,
         secret: SECRET,
         init_timeout: LONG,
         op_timeout: LONG,
+    }
+}
+
+fn config(url: &BootstrapUrl, pe: u32, n: u32) -> StoreConfig {
+    StoreConfig {
+        url: url.clone(),
+        my_pe: pe,
+        job: params(n),
         listener: None,
     }
+}
+
+/// `config` with other timeouts.
+fn timed(url: &BootstrapUrl, pe: u32, n: u32, init: Duration, op: Duration) -> StoreConfig {
+    let mut c = config(url, pe, n);
+    (c.job.init_timeout, c.job.op_timeout) = (init, op);
+    c
 }
 
 fn hello(pe: u32, n: u32) -> Hello {
@@ -314,14 +327,7 @@ fn refusal(r: Result<Client, BootstrapError>) -> (RefuseReason, String) {
 #[test]
 fn handshake_refusals() {
     let (l, url) = prebound();
-    let params = ServerParams {
-        n_pes: 3,
-        instance_id: 0,
-        secret: SECRET,
-        init_timeout: LONG,
-        op_timeout: LONG,
-    };
-    let mut server = ServerHandle::spawn(l, params).expect("server");
+    let mut server = ServerHandle::spawn(l, params(3)).expect("server");
     let greet = |h: Hello| Client::connect(&url, &h, Instant::now().checked_add(LONG), LONG);
     let (reason, m) = refusal(greet(Hello {
         secret: [1; 16],
@@ -379,14 +385,7 @@ fn handshake_refusals() {
 #[test]
 fn a_finishing_job_refuses_with_a_retryable_reason() {
     let (l, url) = prebound();
-    let params = ServerParams {
-        n_pes: 2,
-        instance_id: 0,
-        secret: SECRET,
-        init_timeout: LONG,
-        op_timeout: LONG,
-    };
-    let mut server = ServerHandle::spawn(l, params).expect("server");
+    let mut server = ServerHandle::spawn(l, params(2)).expect("server");
     let d = || Instant::now().checked_add(LONG);
     let pe0 = raw_client(&url, 0, 2, LONG).expect("PE 0 greets");
     let pe1 = raw_client(&url, 1, 2, LONG).expect("PE 1 greets");
@@ -459,10 +458,7 @@ fn duplicate_rank_is_refused() {
 #[test]
 fn init_timeout_names_the_missing_pes() {
     let (l, url) = prebound();
-    let mk = |pe| StoreConfig {
-        init_timeout: SHORT,
-        ..config(&url, pe, 4)
-    };
+    let mk = |pe| timed(&url, pe, 4, SHORT, LONG);
     let t = Instant::now();
     let pe0 = spawn_pe(StoreConfig {
         listener: Some(l),
@@ -499,11 +495,7 @@ fn init_timeout_names_the_missing_pes() {
 fn unreachable_server_is_a_connect_error() {
     let url = parse_url(&format!("tcp://127.0.0.1:{}", free_port())).expect("url");
     let t = Instant::now();
-    let e = StoreBootstrap::connect(StoreConfig {
-        init_timeout: SHORT,
-        ..config(&url, 1, 2)
-    })
-    .unwrap_err();
+    let e = StoreBootstrap::connect(timed(&url, 1, 2, SHORT, LONG)).unwrap_err();
     assert_eq!(e.kind(), &Kind::Connect);
     let m = chain(&e);
     assert!(
@@ -544,9 +536,8 @@ fn later_collective_timeout_names_the_missing_pes() {
     let hs: Vec<_> = (0..3)
         .map(|pe| {
             spawn_pe(StoreConfig {
-                op_timeout: SHORT,
                 listener: l.take().filter(|_| pe == 0),
-                ..config(&url, pe, 3)
+                ..timed(&url, pe, 3, LONG, SHORT)
             })
         })
         .collect();
@@ -852,27 +843,15 @@ fn bad_configurations_are_rejected() {
     };
     check(config(&url, 0, 0), "out of range for 0 PEs");
     check(config(&url, 2, 2), "out of range");
-    check(
-        StoreConfig {
-            init_timeout: Duration::ZERO,
-            ..config(&url, 0, 2)
-        },
-        "timeouts",
-    );
-    check(
-        StoreConfig {
-            op_timeout: Duration::ZERO,
-            ..config(&url, 0, 2)
-        },
-        "timeouts",
-    );
+    check(timed(&url, 0, 2, Duration::ZERO, LONG), "timeouts");
+    check(timed(&url, 0, 2, LONG, Duration::ZERO), "timeouts");
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     check(
         StoreConfig {
             listener: Some(l),
             ..config(&url, 1, 2)
         },
-        "only PE 0",
+        "only PE 0 runs",
     );
     // PE 0 cannot bind an address that is not local.
     let far = parse_url("tcp://192.0.2.1:5000").expect("url");

@@ -457,6 +457,7 @@ mod tests {
 
     use super::*;
     use crate::bootstrap::BootstrapErrorKind as Kind;
+    use crate::bootstrap::server::ServerParams;
     use crate::bootstrap::store::{StoreBootstrap, StoreConfig};
     use crate::bootstrap::{Bootstrap, tests::free_port};
 
@@ -795,14 +796,17 @@ mod tests {
             uid: UniqueId,
             listener: Option<TcpListener>,
         ) -> Result<Vec<Vec<u8>>, BootstrapError> {
-            let cfg = StoreConfig {
-                url: uid.url()?,
-                my_pe: pe,
+            let job = ServerParams {
                 n_pes: N,
                 instance_id: 0,
                 secret: uid.secret(),
                 init_timeout: T,
                 op_timeout: T,
+            };
+            let cfg = StoreConfig {
+                url: uid.url()?,
+                my_pe: pe,
+                job,
                 listener,
             };
             let bs = StoreBootstrap::connect(cfg)?;
