@@ -232,10 +232,8 @@ impl Attributes {
         local_mem_size: i64,
         uid: &UniqueId,
     ) -> Result<Attributes> {
-        let args =
-            crate::bootstrap::uid::set_attr_uniqueid_args(my_pe, n_pes, local_mem_size, uid)?;
         let mut a = Attributes::new(0, 0, "", 0);
-        args.apply(&mut a);
+        crate::bootstrap::uid::set_attr_uniqueid_args(my_pe, n_pes, local_mem_size, uid, &mut a)?;
         Ok(a)
     }
 

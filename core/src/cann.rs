@@ -166,14 +166,9 @@ pub fn set_attr_uniqueid_args(
     uid: &crate::UniqueId,
     attrs: &mut Attributes,
 ) -> Result<()> {
-    let a = Attributes::with_unique_id(my_pe, n_pes, local_mem_size, uid)
-        .inspect_err(|e| tracing::error!("{e}"))?;
-    attrs.my_pe = a.my_pe;
-    attrs.n_pes = a.n_pes;
-    attrs.local_mem_size = a.local_mem_size;
-    attrs.secret = a.secret;
-    attrs.mode = a.mode;
-    Ok(())
+    crate::bootstrap::uid::set_attr_uniqueid_args(my_pe, n_pes, local_mem_size, uid, attrs)
+        .map_err(Error::from)
+        .inspect_err(|e| tracing::error!("{e}"))
 }
 
 /// The id of the active instance (`aclshmemx_instance_ctx_get()->id`).

@@ -252,10 +252,8 @@ impl Mpi {
         const CALL: &str = "MPI_Init_thread";
         let _lifecycle = lock(&self.lifecycle);
         if self.is_finalized()? {
-            return Err(MpiError::usage(
-                CALL,
-                "MPI was finalised; it cannot be initialised again in this process",
-            ));
+            let m = "MPI was finalised; it cannot be initialised again in this process";
+            return Err(MpiError::usage(CALL, m));
         }
         if result::state_flag(&self.lib, false)? {
             return Ok(false);
@@ -342,14 +340,11 @@ impl Mpi {
         {
             let mut t = self.table();
             if t.in_flight > 0 {
-                return Err(MpiError::usage(
-                    CALL,
-                    format!(
-                        "{} MPI call(s) made through shmem_mpi are still in progress in other \
-                         threads; finalise after they return",
-                        t.in_flight
-                    ),
-                ));
+                let n = t.in_flight;
+                let m = format!(
+                    "{n} MPI call(s) are still in progress in other threads; finalise after"
+                );
+                return Err(MpiError::usage(CALL, m));
             }
             t.closed = true;
         }
@@ -372,10 +367,8 @@ impl Mpi {
     /// Fails unless MPI is initialised and not finalised.
     fn check_active(&self, call: &'static str) -> Result<(), MpiError> {
         if !result::state_flag(&self.lib, false)? {
-            return Err(MpiError::usage(
-                call,
-                "MPI is not initialised (call Mpi::init first)",
-            ));
+            let m = "MPI is not initialised (call Mpi::init first)";
+            return Err(MpiError::usage(call, m));
         }
         if self.is_finalized()? {
             return Err(MpiError::usage(call, "MPI was finalised"));
@@ -412,13 +405,10 @@ impl Mpi {
         // SAFETY: every caller has just checked that MPI is initialised and not finalised.
         if level < ThreadLevel::Serialized && unsafe { result::thread_query(&self.lib, true) }? == 0
         {
-            return Err(MpiError::usage(
-                call,
-                format!(
-                    "MPI provides only {level}: MPI may only be called from the thread that \
-                     initialised it"
-                ),
-            ));
+            let m = format!(
+                "MPI provides only {level}: only the thread that initialised it may call it"
+            );
+            return Err(MpiError::usage(call, m));
         }
         Ok(())
     }
@@ -431,62 +421,42 @@ impl Mpi {
         comm: Comm,
         access: Access,
     ) -> Result<Entered<'_>, MpiError> {
-        let in_flight = {
-            let mut t = self.table();
-            if t.closed {
-                return Err(MpiError::usage(
-                    call,
-                    "MPI is being finalised or was finalised",
-                ));
+        let (c, h, free) = (comm.0, self.lib.handles, access == Access::Free);
+        let predefined = c == h.comm_world || c == h.comm_self;
+        let mut t = self.table();
+        let refusal = match (t.live.get(&c).copied(), predefined) {
+            _ if t.closed => Some("MPI is being finalised or was finalised".to_owned()),
+            _ if c == h.comm_null => Some("MPI_COMM_NULL is not a communicator".to_owned()),
+            (_, true) if free => {
+                Some("MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed".to_owned())
             }
-            let h = self.lib.handles;
-            let counted = if comm.0 == h.comm_null {
-                return Err(MpiError::usage(call, "MPI_COMM_NULL is not a communicator"));
-            } else if comm.0 == h.comm_world || comm.0 == h.comm_self {
-                if access == Access::Free {
-                    return Err(MpiError::usage(
-                        call,
-                        "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
-                    ));
-                }
+            (None, false) => Some(format!(
+                "communicator {c:#x} is not live: it was freed, or not obtained through shmem_mpi"
+            )),
+            (Some(n), false) if free && n > 0 => Some(format!(
+                "communicator {c:#x} is in use by {n} call(s) in other threads; free it after"
+            )),
+            _ => None,
+        };
+        if let Some(m) = refusal {
+            return Err(MpiError::usage(call, m));
+        }
+        let counted = match (predefined, free) {
+            (true, _) => None,
+            (false, true) => {
+                t.live.remove(&c);
                 None
-            } else {
-                match (t.live.get_mut(&comm.0), access) {
-                    (None, _) => {
-                        return Err(MpiError::usage(
-                            call,
-                            format!(
-                                "communicator {:#x} is not live: it was freed, or it was not \
-                                 obtained through shmem_mpi",
-                                comm.0
-                            ),
-                        ));
-                    }
-                    (Some(n), Access::Use) => {
-                        *n += 1;
-                        Some(comm.0)
-                    }
-                    (Some(&mut n), Access::Free) if n > 0 => {
-                        return Err(MpiError::usage(
-                            call,
-                            format!(
-                                "communicator {:#x} is in use by {n} call(s) in other threads; \
-                                 free it after they return",
-                                comm.0
-                            ),
-                        ));
-                    }
-                    (Some(_), Access::Free) => {
-                        t.live.remove(&comm.0);
-                        None
-                    }
-                }
-            };
-            t.in_flight += 1;
-            InFlight {
-                mpi: self,
-                comm: counted,
             }
+            (false, false) => {
+                *t.live.entry(c).or_default() += 1;
+                Some(c)
+            }
+        };
+        t.in_flight += 1;
+        drop(t);
+        let in_flight = InFlight {
+            mpi: self,
+            comm: counted,
         };
         match self.check_active(call).and_then(|()| self.serialize(call)) {
             Ok(serial) => Ok(Entered {
@@ -494,8 +464,8 @@ impl Mpi {
                 _call: in_flight,
             }),
             Err(e) => {
-                if access == Access::Free {
-                    self.adopt(comm.0);
+                if free {
+                    self.adopt(c);
                 }
                 Err(e)
             }
@@ -616,10 +586,8 @@ impl Comm {
             None => MPI_UNDEFINED,
             Some(c) if c >= 0 => c,
             Some(c) => {
-                return Err(MpiError::usage(
-                    CALL,
-                    format!("color {c} is negative; pass None for MPI_UNDEFINED"),
-                ));
+                let m = format!("color {c} is negative; pass None for MPI_UNDEFINED");
+                return Err(MpiError::usage(CALL, m));
             }
         };
         let new = self.call(CALL, |lib, c| {
@@ -708,10 +676,8 @@ impl Comm {
         let h = mpi.lib.handles;
         let known = self.0 == h.comm_world || self.0 == h.comm_self || t.live.contains_key(&self.0);
         if t.closed || !known {
-            return Err(MpiError::usage(
-                CALL,
-                "the communicator is not live, or MPI is being finalised",
-            ));
+            let m = "the communicator is not live, or MPI is being finalised";
+            return Err(MpiError::usage(CALL, m));
         }
         mpi.check_active(CALL)?;
         let level = mpi.level()?;
@@ -723,11 +689,9 @@ impl Comm {
                 Ok(g) => Some(g),
                 Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
                 Err(TryLockError::WouldBlock) => {
-                    return Err(MpiError::usage(
-                        CALL,
-                        "another thread is inside an MPI call, and MPI provides less than \
-                         MPI_THREAD_MULTIPLE",
-                    ));
+                    let m =
+                        "another thread is inside an MPI call, and MPI is not MPI_THREAD_MULTIPLE";
+                    return Err(MpiError::usage(CALL, m));
                 }
             }
         };

@@ -67,10 +67,8 @@ impl Shared {
     }
 
     fn server_lost(&self, what: &str) -> BootstrapError {
-        let m = format!(
-            "lost the connection to the bootstrap server {} of PE 0: {what}",
-            self.url
-        );
+        let url = &self.url;
+        let m = format!("lost the connection to the bootstrap server {url} of PE 0: {what}");
         BootstrapError::new(Kind::ServerLost, m)
     }
 
@@ -85,16 +83,15 @@ impl Shared {
                 Err(e) => return self.fail(self.server_lost(&e.to_string())),
             }
             loop {
-                let frame = rbuf
-                    .next_frame()
-                    .and_then(|f| f.map(frames::decode).transpose());
+                let frame = rbuf.next_frame();
+                let frame = frame.and_then(|f| f.map(frames::decode).transpose());
                 let (id, reply) = match frame {
                     Ok(Some(f)) => f,
                     Ok(None) => break,
                     Err(e) => {
+                        let url = &self.url;
                         let m = format!(
-                            "the bootstrap server {} sent a frame this PE cannot read: {e}",
-                            self.url
+                            "the bootstrap server {url} sent a frame this PE cannot read: {e}"
                         );
                         let _ = self.stream.shutdown(Shutdown::Both);
                         return self.fail(BootstrapError::protocol(m).with_source(e));
@@ -267,28 +264,19 @@ impl Client {
             if let Some(e) = &s.broken {
                 break Err(e.clone());
             }
-            let left = deadline.map_or(Duration::from_secs(3600), |d| {
-                d.saturating_duration_since(Instant::now())
-            });
+            let far = Instant::now() + Duration::from_secs(3600);
+            let left = deadline
+                .unwrap_or(far)
+                .saturating_duration_since(Instant::now());
             if left.is_zero() {
+                let (took, url) = (fmt_dur(&started.elapsed()), &self.shared.url);
                 let m = format!(
-                    "timed out after {}: no reply from the bootstrap server {} to {what}",
-                    fmt_dur(&started.elapsed()),
-                    self.shared.url
+                    "timed out after {took}: no reply from the bootstrap server {url} to {what}"
                 );
-                break Err(BootstrapError::new(
-                    Kind::Timeout {
-                        missing: Vec::new(),
-                    },
-                    m,
-                ));
+                break Err(BootstrapError::timeout(Vec::new(), m));
             }
-            s = self
-                .shared
-                .arrived
-                .wait_timeout(s, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            let woken = self.shared.arrived.wait_timeout(s, left);
+            s = woken.unwrap_or_else(PoisonError::into_inner).0;
         };
         s.replies.remove(&id);
         result
@@ -315,10 +303,8 @@ impl Client {
     }
 
     fn unexpected(&self, what: &str, r: &Reply) -> BootstrapError {
-        BootstrapError::protocol(format!(
-            "unexpected reply to {what} from {}: {r:?}",
-            self.shared.url
-        ))
+        let url = &self.shared.url;
+        BootstrapError::protocol(format!("unexpected reply to {what} from {url}: {r:?}"))
     }
 
     /// The next collective of this PE: a barrier (`data == None`, `what` names it) or an
@@ -329,11 +315,10 @@ impl Client {
         data: Option<&[u8]>,
         deadline: Option<Instant>,
     ) -> Result<Vec<Vec<u8>>, BootstrapError> {
-        if let Some(d) = data.filter(|d| d.len() > MAX_FRAME - 64) {
+        const LIMIT: usize = MAX_FRAME - 64;
+        if let Some(n) = data.map(<[u8]>::len).filter(|&n| n > LIMIT) {
             let m = format!(
-                "an allgather contribution of {} bytes exceeds the limit of {} bytes",
-                d.len(),
-                MAX_FRAME - 64
+                "an allgather contribution of {n} bytes exceeds the limit of {LIMIT} bytes"
             );
             return Err(BootstrapError::invalid(m));
         }
@@ -343,13 +328,11 @@ impl Client {
             1 => what.to_owned(),
             n => format!("{what} (collective #{n})"),
         };
-        let req = match data {
-            None => Request::Barrier { seq: *seq },
-            Some(d) => Request::Allgather {
-                seq: *seq,
-                data: Blob(d.to_vec()),
-            },
-        };
+        let (seq, blob) = (*seq, data.map(|d| Blob(d.to_vec())));
+        let req = blob.map_or(Request::Barrier { seq }, |data| Request::Allgather {
+            seq,
+            data,
+        });
         match (self.request(&req, &what, deadline)?, data) {
             (Reply::Done, None) => Ok(Vec::new()),
             (Reply::Gathered(parts), Some(_)) if parts.len() == self.n_pes as usize => {

@@ -127,6 +127,10 @@ impl BootstrapError {
         BootstrapError::new(BootstrapErrorKind::Address, message)
     }
 
+    pub(crate) fn timeout(missing: Vec<u32>, message: impl Into<String>) -> BootstrapError {
+        BootstrapError::new(BootstrapErrorKind::Timeout { missing }, message)
+    }
+
     pub(crate) fn protocol(message: impl Into<String>) -> BootstrapError {
         BootstrapError::new(BootstrapErrorKind::Protocol, message)
     }

@@ -131,32 +131,27 @@ impl Inner {
 
     /// PE 0's server address, with its port and IPv6 scope id.
     fn addr(&self) -> Result<SocketAddr, BootstrapError> {
-        let port = u16::from_le(self.port);
-        let a = self.addr;
+        let (port, a, scope) = (
+            u16::from_le(self.port),
+            self.addr,
+            u32::from_le(self.scope_id),
+        );
+        let v4 = Ipv4Addr::new(a[0], a[1], a[2], a[3]);
         let addr = match u16::from_le(self.family) {
-            4 => SocketAddr::V4(SocketAddrV4::new(
-                Ipv4Addr::new(a[0], a[1], a[2], a[3]),
-                port,
-            )),
-            6 => SocketAddr::V6(SocketAddrV6::new(
-                Ipv6Addr::from(a),
-                port,
-                0,
-                u32::from_le(self.scope_id),
-            )),
+            4 => SocketAddr::V4(SocketAddrV4::new(v4, port)),
+            6 => SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::from(a), port, 0, scope)),
             f => {
-                let m = format!(
-                    "the unique id holds address family {f}, neither IPv4 (4) nor IPv6 (6); it is corrupted"
-                );
+                let m =
+                    format!("the unique id holds address family {f}, not 4 or 6: it is corrupted");
                 return Err(BootstrapError::address(m));
             }
         };
-        if port == 0 {
-            return Err(BootstrapError::address(
-                "the unique id holds port 0; it is corrupted",
-            ));
+        match port {
+            0 => Err(BootstrapError::address(
+                "the unique id holds port 0: it is corrupted",
+            )),
+            _ => Ok(addr),
         }
-        Ok(addr)
     }
 }
 
@@ -240,6 +235,14 @@ impl UniqueId {
         bind_random_port(ip, scope)
     }
 
+    /// CANN's `ACLSHMEM_UNIQUEID_INITIALIZER`: the version, and zeros.
+    fn new_empty() -> UniqueId {
+        UniqueId {
+            version: UniqueId::VERSION,
+            ..UniqueId::zeroed()
+        }
+    }
+
     /// A fresh id for the socket `l` bound to `addr`, which the registry keeps.
     fn register(l: TcpListener, addr: SocketAddr) -> UniqueId {
         let addr = l.local_addr().unwrap_or(addr);
@@ -247,11 +250,10 @@ impl UniqueId {
         let inner = Inner::new(addr, l.as_raw_fd(), secret);
         sockets::keep(secret, l);
         tracing::debug!("unique id: PE 0 will serve on {addr}");
+        let internal = bytemuck::cast(inner);
         UniqueId {
-            version: UniqueId::VERSION,
-            my_pe: 0,
-            n_pes: 0,
-            internal: bytemuck::cast(inner),
+            internal,
+            ..UniqueId::new_empty()
         }
     }
 
@@ -323,20 +325,10 @@ impl UniqueId {
 
 impl fmt::Debug for UniqueId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("UniqueId");
-        d.field("version", &self.version);
-        match self
-            .inner()
-            .and_then(|i| Ok((i.addr()?, i32::from_le(i.fd), u32::from_le(i.pid))))
-        {
-            Ok((addr, fd, pid)) => d
-                .field("addr", &addr)
-                .field("fd", &fd)
-                .field("pid", &pid)
-                .field("secret", &"<redacted>"),
-            Err(_) => d.field("internal", &"<not a valid unique id>"),
-        };
-        d.finish()
+        match self.inner().and_then(|i| i.addr()) {
+            Ok(addr) => write!(f, "UniqueId {{ addr: {addr}, secret: <redacted> }}"),
+            Err(_) => f.write_str("UniqueId(<not a valid unique id>)"),
+        }
     }
 }
 
@@ -354,20 +346,16 @@ fn bind_random_port(ip: IpAddr, scope_id: u32) -> Result<UniqueId, BootstrapErro
             Ok(l) => return Ok(UniqueId::register(l, a)),
             Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = Some(e),
             Err(e) => {
-                return Err(BootstrapError::io(
-                    format!("cannot bind the unique-id socket to {a}"),
-                    e,
-                ));
+                let m = format!("cannot bind the unique-id socket to {a}");
+                return Err(BootstrapError::io(m, e));
             }
         }
     }
     let m = format!(
         "no free port on {ip} after {PORT_ATTEMPTS} random tries; free some ports or set SHMEM_UID_SESSION_ID=ip:port"
     );
-    Err(BootstrapError::io(
-        m,
-        last.unwrap_or_else(|| io::ErrorKind::AddrInUse.into()),
-    ))
+    let last = last.unwrap_or_else(|| io::ErrorKind::AddrInUse.into());
+    Err(BootstrapError::io(m, last))
 }
 
 /// A variable's value; unset, empty and all-blank values are `None`.
@@ -382,71 +370,34 @@ fn env_value(var: &'static str) -> Result<Option<String>, BootstrapError> {
     }
 }
 
-/// What [`set_attr_uniqueid_args`] stores: the init attributes of one PE in unique-id mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct UidArgs {
-    /// This PE's rank (not yet checked against `n_pes`; init does that).
-    pub(crate) my_pe: i32,
-    /// The number of PEs.
-    pub(crate) n_pes: i32,
-    /// Bytes of symmetric heap per PE. A negative request wraps, as C's conversion of
-    /// `int64_t` to `uint64_t` does, and init's check then rejects it as too large.
-    pub(crate) local_mem_size: u64,
-    /// The id (a copy: unlike CANN's pointer it need not outlive init).
-    pub(crate) uid: UniqueId,
-}
-
-impl UidArgs {
-    /// Writes `my_pe`, `n_pes`, `local_mem_size`, the id's secret and the unique-id mode into
-    /// `attrs`; `ip_port` and everything else are left as they are.
-    pub(crate) fn apply(&self, attrs: &mut Attributes) {
-        attrs.my_pe = self.my_pe;
-        attrs.n_pes = self.n_pes;
-        attrs.local_mem_size = self.local_mem_size;
-        attrs.secret = Some(self.uid.secret());
-        attrs.mode = InitMode::UniqueId(self.uid);
-    }
-}
-
 /// CANN's `aclshmemx_set_attr_uniqueid_args`: checks, in CANN's order, `local_mem_size <=
 /// 40 GiB`, `n_pes <= 16384` and `my_pe < 16384` (each failure is of kind `Invalid`, CANN's
-/// `ACLSHMEM_INVALID_VALUE`) and returns what to store. As in CANN, nothing else is checked
-/// here (negative values pass; init rejects them), and the id itself is not inspected.
+/// `ACLSHMEM_INVALID_VALUE`), then stores `my_pe`, `n_pes`, `local_mem_size`, the id's secret
+/// and the unique-id mode in `attrs` (`ip_port` and the rest are left as they are). As in
+/// CANN, nothing else is checked here (negative values pass; init rejects them; a negative
+/// size wraps as C's `int64_t` to `uint64_t` does), and the id itself is not inspected. The
+/// id is copied: unlike CANN's pointer it need not outlive init.
 pub(crate) fn set_attr_uniqueid_args(
     my_pe: i32,
     n_pes: i32,
-    local_mem_size: i64,
+    size: i64,
     uid: &UniqueId,
-) -> Result<UidArgs, BootstrapError> {
-    let l = Limits::CANN;
-    let problem = if i128::from(local_mem_size) > i128::from(l.max_local_mem) {
-        Some(format!(
-            "local_mem_size {local_mem_size} exceeds the maximum of {} bytes (40 GiB)",
-            l.max_local_mem
-        ))
-    } else if i64::from(n_pes) > i64::from(l.max_pes) {
-        Some(format!(
-            "n_pes {n_pes} exceeds the maximum of {} PEs",
-            l.max_pes
-        ))
-    } else if i64::from(my_pe) >= i64::from(l.max_pes) {
-        Some(format!(
-            "my_pe {my_pe} must be below the maximum of {} PEs",
-            l.max_pes
-        ))
+    attrs: &mut Attributes,
+) -> Result<(), BootstrapError> {
+    let (max_mem, max_pes) = (Limits::CANN.max_local_mem, Limits::CANN.max_pes);
+    let problem = if i128::from(size) > i128::from(max_mem) {
+        format!("local_mem_size {size} exceeds the maximum of {max_mem} bytes (40 GiB)")
+    } else if i64::from(n_pes) > i64::from(max_pes) {
+        format!("n_pes {n_pes} exceeds the maximum of {max_pes} PEs")
+    } else if i64::from(my_pe) >= i64::from(max_pes) {
+        format!("my_pe {my_pe} must be below the maximum of {max_pes} PEs")
     } else {
-        None
+        (attrs.my_pe, attrs.n_pes, attrs.local_mem_size) = (my_pe, n_pes, size as u64);
+        attrs.secret = Some(uid.secret());
+        attrs.mode = InitMode::UniqueId(*uid);
+        return Ok(());
     };
-    match problem {
-        Some(m) => Err(BootstrapError::invalid(m)),
-        // C's int64_t -> uint64_t conversion: two's complement wrap.
-        None => Ok(UidArgs {
-            my_pe,
-            n_pes,
-            local_mem_size: local_mem_size as u64,
-            uid: *uid,
-        }),
-    }
+    Err(BootstrapError::invalid(problem))
 }
 
 #[cfg(test)]
@@ -721,29 +672,29 @@ mod tests {
     #[test]
     fn set_attr_uniqueid_args_checks_as_cann() {
         let uid = UniqueId::zeroed();
-        let a = set_attr_uniqueid_args(1, 4, 2 << 20, &uid).unwrap();
+        let set = |pe, n, size| {
+            let mut a = Attributes::new(0, 1, "tcp://127.0.0.1:2000", 2 << 20);
+            set_attr_uniqueid_args(pe, n, size, &uid, &mut a).map(|()| a)
+        };
+        let a = set(1, 4, 2 << 20).unwrap();
+        assert_eq!((a.my_pe, a.n_pes, a.local_mem_size), (1, 4, 2 << 20));
         assert_eq!(
-            a,
-            UidArgs {
-                my_pe: 1,
-                n_pes: 4,
-                local_mem_size: 2 << 20,
-                uid
-            }
+            (a.mode, a.secret),
+            (InitMode::UniqueId(uid), Some(uid.secret()))
         );
-        assert!(set_attr_uniqueid_args(0, 16384, 40 << 30, &uid).is_ok());
-        assert!(set_attr_uniqueid_args(16383, 16384, 0, &uid).is_ok());
-        let err = |pe, n, size| set_attr_uniqueid_args(pe, n, size, &uid).unwrap_err();
+        assert_eq!(a.ip_port, "tcp://127.0.0.1:2000", "left as it was");
+        assert!(set(0, 16384, 40 << 30).is_ok() && set(16383, 16384, 0).is_ok());
+        let err = |pe, n, size| set(pe, n, size).unwrap_err();
         assert!(
             err(0, 2, (40 << 30) + 1)
                 .to_string()
                 .contains("local_mem_size")
         );
         assert!(err(0, 2, i64::MAX).to_string().contains("local_mem_size"));
+        let e = err(0, 16385, 2 << 20).to_string();
         assert!(
-            err(0, 16385, 2 << 20)
-                .to_string()
-                .contains("n_pes 16385 exceeds the maximum of 16384")
+            e.contains("n_pes 16385 exceeds the maximum of 16384"),
+            "{e}"
         );
         assert!(err(16384, 16384, 2 << 20).to_string().contains("my_pe"));
         assert_eq!(err(0, 16385, 0).kind(), &Kind::Invalid);
@@ -755,35 +706,13 @@ mod tests {
         );
         assert!(err(20000, 20000, 0).to_string().contains("n_pes"));
         // Negative values pass here, as in CANN; init's check rejects them.
-        let a = set_attr_uniqueid_args(-1, -2, -1, &uid).unwrap();
-        assert_eq!(a.local_mem_size, u64::MAX);
-        let mut attrs = Attributes::new(0, 1, "", 2 << 20);
-        a.apply(&mut attrs);
-        assert_eq!((attrs.my_pe, attrs.n_pes), (-1, -2));
-        assert!(attrs.validate().is_err());
-        set_attr_uniqueid_args(0, 1, -1, &uid)
-            .unwrap()
-            .apply(&mut attrs);
-        assert_eq!(
-            attrs.validate().unwrap_err().code(),
-            crate::Code::InvalidValue
-        );
-    }
-
-    #[test]
-    fn apply_fills_the_attributes() {
-        let uid = UniqueId::with_session(&format!("127.0.0.1:{}", free_port())).unwrap();
-        let mut attrs = Attributes::new(0, 1, "", 2 << 20);
-        set_attr_uniqueid_args(2, 3, 4 << 20, &uid)
-            .unwrap()
-            .apply(&mut attrs);
-        assert_eq!(
-            (attrs.my_pe, attrs.n_pes, attrs.local_mem_size),
-            (2, 3, 4 << 20)
-        );
-        assert_eq!(attrs.secret, Some(uid.secret()));
-        assert!(attrs.ip_port.is_empty() && attrs.validate().is_ok());
-        drop(uid.take_listener());
+        let a = set(-1, -2, -1).unwrap();
+        assert_eq!((a.my_pe, a.n_pes, a.local_mem_size), (-1, -2, u64::MAX));
+        assert!(a.validate().is_err());
+        let a = set(0, 1, -1).unwrap();
+        assert_eq!(a.validate().unwrap_err().code(), crate::Code::InvalidValue);
+        let a = set(2, 3, 4 << 20).unwrap();
+        assert!(a.validate().is_ok());
     }
 
     #[test]
