@@ -44,7 +44,7 @@ use server::ServerParams;
 use store::{StoreBootstrap, StoreConfig};
 
 /// The operations the rest of the crate needs from a bootstrap.
-pub(crate) trait Bootstrap: Send + Sync {
+pub(crate) trait Bootstrap: Send + Sync + std::fmt::Debug {
     /// Waits until every PE has entered the barrier (bounded by the operation timeout).
     fn barrier(&self) -> Result<(), BootstrapError>;
     /// Every PE's `mine`, indexed by PE (lengths may differ between PEs).

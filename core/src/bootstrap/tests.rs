@@ -399,9 +399,7 @@ fn a_finishing_job_refuses_with_a_retryable_reason() {
     // PE 1 finalizes first; a process claiming PE 1 again meets a job that only finishes.
     pe1.bye(d()).expect("bye");
     pe1.close();
-    let e = raw_client(&url, 1, 2, SHORT)
-        .err()
-        .expect("nobody rejoins a finishing job");
+    let e = raw_client(&url, 1, 2, SHORT).expect_err("nobody rejoins a finishing job");
     assert_eq!(
         e.kind(),
         &Kind::Connect,
@@ -518,9 +516,7 @@ fn a_server_that_sends_garbage_is_left() {
         s.write_all(&u32::MAX.to_le_bytes()).expect("write");
         let _ = s.read(&mut [0u8; 1024]);
     });
-    let e = raw_client(&url, 0, 1, SHORT)
-        .err()
-        .expect("a garbage server");
+    let e = raw_client(&url, 0, 1, SHORT).expect_err("a garbage server");
     assert_eq!(e.kind(), &Kind::Protocol);
     assert!(
         e.to_string().contains("cannot read") && e.to_string().contains("above the limit"),
@@ -884,11 +880,11 @@ fn join_dispatches_on_the_mode_and_marks_failures_to_meet() {
         ip_port: "tcp://127.0.0.1:80".into(),
         ..a.clone()
     };
-    let e = join(&bad).err().expect("port 80");
+    let e = join(&bad).expect_err("port 80");
     assert!(e.kind() == &Kind::Address && !e.during_init(), "{e}");
     let mut fd = a.clone();
     fd.options.sock_fd = 0x7FFF_FFF0;
-    let e = join(&fd).err().expect("a closed descriptor");
+    let e = join(&fd).expect_err("a closed descriptor");
     assert!(
         e.kind() == &Kind::Invalid && !e.during_init() && e.to_string().contains("sock_fd"),
         "{e}"
@@ -899,7 +895,7 @@ fn join_dispatches_on_the_mode_and_marks_failures_to_meet() {
         n_pes: 2,
         ..a.clone()
     };
-    let e = join(&lonely).err().expect("no PE 0");
+    let e = join(&lonely).expect_err("no PE 0");
     assert!(e.kind() == &Kind::Connect && e.during_init(), "{e}");
     // Unique-id mode: PE 0 serves on the id's socket.
     let uid = UniqueId::with_session(&format!("127.0.0.1:{}", free_port())).expect("uid");
