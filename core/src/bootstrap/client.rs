@@ -31,6 +31,10 @@ const RETRY_MAX: Duration = Duration::from_millis(10);
 /// Longest single connect() attempt, so that a list of addresses is worked through.
 const CONNECT_ATTEMPT_MAX: Duration = Duration::from_secs(2);
 
+fn refused(e: &BootstrapError) -> bool {
+    matches!(e.kind(), Kind::Refused(_))
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -155,7 +159,12 @@ impl Client {
                     .and_then(|s| Client::greet(s, url, hello, deadline, after));
                 match greeted {
                     Ok(c) => return Ok(c),
-                    Err(e) if Client::retry(&e) => last = e,
+                    // A refusal says more than an attempt cut short by the deadline.
+                    Err(e) if Client::retry(&e) => {
+                        if !refused(&last) || refused(&e) {
+                            last = e;
+                        }
+                    }
                     Err(e) => return Err(e),
                 }
             }

@@ -41,6 +41,15 @@ pub(crate) struct IfAddr {
     pub(crate) loopback: bool,
 }
 
+/// `items` joined, or `none` for no item.
+fn listed(items: Vec<String>, none: &str) -> String {
+    if items.is_empty() {
+        none.to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
 /// Parses `SHMEM_UID_SOCK_IFNAME` syntax.
 pub(crate) fn parse_ifname_spec(raw: &str) -> Result<(String, Option<Family>), BootstrapError> {
     let value = raw.trim();
@@ -100,54 +109,35 @@ pub(crate) fn pick_for_interface(
 ) -> Result<(IpAddr, u32), BootstrapError> {
     let mine: Vec<&IfAddr> = list.iter().filter(|a| a.name == name).collect();
     if mine.is_empty() {
-        let mut names: Vec<&str> = Vec::new();
-        for a in list {
-            if !names.contains(&a.name.as_str()) {
-                names.push(&a.name);
-            }
-        }
+        let mut names: Vec<String> = list.iter().map(|a| a.name.clone()).collect();
+        names.dedup();
+        let names = listed(names, "no interfaces");
         return Err(BootstrapError::address(format!(
-            "network interface {name:?} does not exist (this machine has: {}); set SHMEM_UID_SOCK_IFNAME to one of \
-             them, or SHMEM_UID_SESSION_ID to ip:port",
-            if names.is_empty() {
-                "no interfaces".to_owned()
-            } else {
-                names.join(", ")
-            }
+            "network interface {name:?} does not exist (this machine has: {names}); set \
+             SHMEM_UID_SOCK_IFNAME to one of them, or SHMEM_UID_SESSION_ID to ip:port"
         )));
     }
     let fits = |ip: &IpAddr| family.is_none_or(|f| (f == Family::Inet4) == ip.is_ipv4());
-    let rank = |ip: &IpAddr| {
-        if ip.is_ipv4() {
-            0
-        } else {
-            1 + u8::from(is_link_local(ip))
-        }
-    };
-    let best = mine
-        .iter()
-        .filter_map(|a| a.ip.map(|ip| (ip, a.scope_id)))
-        .filter(|(ip, _)| fits(ip));
-    if let Some((ip, scope)) = best.min_by_key(|(ip, _)| rank(ip)) {
-        return Ok((ip, if ip.is_ipv6() { scope } else { 0 }));
+    let ips = mine.iter().filter_map(|a| a.ip.map(|ip| (ip, a.scope_id)));
+    let best = ips
+        .filter(|(ip, _)| fits(ip))
+        .min_by_key(|(ip, _)| (ip.is_ipv6(), is_link_local(ip)));
+    if let Some(found) = best {
+        return Ok(found);
     }
-    let found: Vec<String> = mine
+    let found = mine
         .iter()
         .filter_map(|a| a.ip.map(|ip| ip.to_string()))
         .collect();
+    let found = listed(found, "no IP address");
     let family = match family {
         None => "IP",
         Some(Family::Inet4) => "IPv4",
         Some(Family::Inet6) => "IPv6",
     };
     Err(BootstrapError::address(format!(
-        "network interface {name:?} has no {family} address (it has: {}); ask for another family (ifname:inet4 or \
-         ifname:inet6) or another interface",
-        if found.is_empty() {
-            "no IP address".to_owned()
-        } else {
-            found.join(", ")
-        }
+        "network interface {name:?} has no {family} address (it has: {found}); ask for another \
+         family (ifname:inet4 or ifname:inet6) or another interface"
     )))
 }
 
@@ -172,28 +162,21 @@ pub(crate) fn pick_auto(list: &[IfAddr]) -> Result<(String, IpAddr, u32), Bootst
             None
         };
         match why {
-            Some(why) => skipped.push(format!("{} {ip}: {why}", a.name)),
+            Some(why) => skipped.push(format!("skipped {} {ip}: {why}", a.name)),
             None if best.is_none_or(|(_, b)| b.is_ipv6() && ip.is_ipv4()) => best = Some((a, ip)),
             None => {}
         }
     }
-    match best {
-        Some((a, ip)) => Ok((
-            a.name.clone(),
-            ip,
-            if ip.is_ipv6() { a.scope_id } else { 0 },
-        )),
-        None => Err(BootstrapError::address(format!(
-            "no network interface qualifies for the unique id ({}); loopback, link-local, down and virtual \
-             interfaces (lo, docker, veth, br-, virbr, tun, tap) are skipped. Set SHMEM_UID_SESSION_ID=<ip>:<port> \
-             (e.g. 127.0.0.1:<port> when all PEs run on this machine) or SHMEM_UID_SOCK_IFNAME=<interface> (e.g. lo)",
-            if skipped.is_empty() {
-                "no interface has an IP address".to_owned()
-            } else {
-                format!("skipped {}", skipped.join("; "))
-            }
-        ))),
-    }
+    let Some((a, ip)) = best else {
+        let considered = listed(skipped, "no interface has an IP address");
+        return Err(BootstrapError::address(format!(
+            "no network interface qualifies for the unique id ({considered}); loopback, \
+             link-local, down and virtual interfaces (lo, docker, veth, br-, virbr, tun, tap) are \
+             skipped. Set SHMEM_UID_SESSION_ID=<ip>:<port> (e.g. 127.0.0.1:<port> when all PEs \
+             run on this machine) or SHMEM_UID_SOCK_IFNAME=<interface> (e.g. lo)"
+        )));
+    };
+    Ok((a.name.clone(), ip, a.scope_id))
 }
 
 #[cfg(test)]
