@@ -72,10 +72,8 @@ impl BootstrapUrl {
             }
         }
         let (a, e) = last.expect("resolve returns at least one address");
-        Err(BootstrapError::io(
-            format!("could not bind the bootstrap server of {self} to {a}"),
-            e,
-        ))
+        let m = format!("could not bind the bootstrap server of {self} to {a}");
+        Err(BootstrapError::io(m, e))
     }
 }
 
@@ -93,10 +91,9 @@ pub(crate) fn parse_url(s: &str) -> Result<BootstrapUrl, BootstrapError> {
     } else {
         return Err(err("must start with tcp:// or tcp6://"));
     };
-    let example = if tcp6 {
-        "tcp6://[::1]:port"
-    } else {
-        "tcp6://[address]:port, not tcp://"
+    let example = match tcp6 {
+        true => "tcp6://[::1]:port",
+        false => "tcp6://[address]:port, not tcp://",
     };
     let hp = addr::parse_host_port(rest, "bootstrap address", example)?;
     match (&hp.host, tcp6) {
@@ -118,17 +115,13 @@ pub(crate) fn parse_url(s: &str) -> Result<BootstrapUrl, BootstrapError> {
         }
         _ => {}
     }
-    if hp.port <= 1024 {
+    let (host, port) = (hp.host, hp.port);
+    if port <= 1024 {
         return Err(err(&format!(
-            "has port {}, which must be above 1024 (and at most 65535)",
-            hp.port
+            "has port {port}, which must be above 1024 (and at most 65535)"
         )));
     }
-    Ok(BootstrapUrl {
-        host: hp.host,
-        port: hp.port,
-        tcp6,
-    })
+    Ok(BootstrapUrl { host, port, tcp6 })
 }
 
 /// CANN's `aclshmemi_instance_port_selection`: rewrites the template `ip_port` (port 0) to
@@ -143,50 +136,52 @@ pub(crate) fn select_instance_port(
     instance_id: u64,
     range: Option<&str>,
 ) -> Result<String, BootstrapError> {
-    let bad = |m: String| BootstrapError::invalid(m);
-    let range = range.ok_or_else(|| {
-        bad(format!("{PORT_RANGE_ENV} is not set; a non-zero instance with a tcp:// address needs it (start:end)"))
-    })?;
-    let (start_s, end_s) = range.split_once(':').ok_or_else(|| {
-        bad(format!(
-            "{PORT_RANGE_ENV}={range:?} must have the form start:end"
-        ))
-    })?;
-    let port = |s: &str, which: &str| {
-        addr::parse_port(s).ok_or_else(|| {
-            bad(format!(
-                "{PORT_RANGE_ENV}={range:?}: {which} {s:?} is not a decimal number in 0..=65535"
-            ))
-        })
+    let env = PORT_RANGE_ENV;
+    let bad = |m: String| Err(BootstrapError::invalid(m));
+    let Some(range) = range else {
+        return bad(format!(
+            "{env} is not set; a non-zero instance with tcp:// needs it (start:end)"
+        ));
     };
-    let (start, end) = (port(start_s, "start")?, port(end_s, "end")?);
-    if end < start {
-        return Err(bad(format!(
-            "{PORT_RANGE_ENV}={range:?}: end {end} is below start {start}"
-        )));
-    }
+    let Some((start_s, end_s)) = range.split_once(':') else {
+        return bad(format!("{env}={range:?} must have the form start:end"));
+    };
+    let (start, end) = match (addr::parse_port(start_s), addr::parse_port(end_s)) {
+        (None, _) => {
+            return bad(format!(
+                "{env}={range:?}: start {start_s:?} is not a port number"
+            ));
+        }
+        (_, None) => {
+            return bad(format!(
+                "{env}={range:?}: end {end_s:?} is not a port number"
+            ));
+        }
+        (Some(s), Some(e)) if e < s => {
+            return bad(format!("{env}={range:?}: end {e} is below start {s}"));
+        }
+        (Some(s), Some(e)) => (s, e),
+    };
     let max = u64::from(end - start);
     if instance_id > max {
-        return Err(bad(format!(
-            "instance id {instance_id} is above {max}, the most {PORT_RANGE_ENV}={range} allows (port = start + id)"
-        )));
+        let m = format!("instance id {instance_id} is above {max}, the most {env}={range} allows");
+        return bad(format!("{m} (port = start + id)"));
     }
     if ip_port.is_empty() {
-        return Err(bad(
-            "ip_port is empty; a multi-instance init needs a template such as tcp://192.168.0.1:0"
-                .into(),
-        ));
+        return bad(
+            "ip_port is empty; multi-instance needs a template such as tcp://10.0.0.1:0".into(),
+        );
     }
-    let template = |why: &str| bad(format!("ip_port {ip_port:?} {why}"));
     let pos = if ip_port.starts_with("tcp6://") {
         let pos = ip_port.find(']').map(|c| c + 1);
         pos.filter(|&p| ip_port.as_bytes().get(p) == Some(&b':') && p + 1 < ip_port.len())
-            .ok_or_else(|| template("needs the form tcp6://[address]:0"))?
     } else {
-        let mut colons = ip_port.match_indices(':').map(|(i, _)| i);
-        colons
-            .nth(1)
-            .ok_or_else(|| template("has no :port (expected tcp://host:0)"))?
+        ip_port.match_indices(':').nth(1).map(|(i, _)| i)
+    };
+    let Some(pos) = pos else {
+        return bad(format!(
+            "ip_port {ip_port:?} needs the form tcp://host:0 or tcp6://[address]:0"
+        ));
     };
     let p = &ip_port[pos + 1..];
     match addr::parse_port(p) {
@@ -196,12 +191,12 @@ pub(crate) fn select_instance_port(
             &ip_port[..pos],
             u64::from(start) + instance_id
         )),
-        Some(n) => Err(template(&format!(
-            "has port {n}: with ports from {PORT_RANGE_ENV} it must be 0"
-        ))),
-        None => Err(template(&format!(
-            "has port {p:?}, not a decimal number in 0..=65535"
-        ))),
+        Some(n) => bad(format!(
+            "ip_port {ip_port:?} has port {n}: with ports from {env} it must be 0"
+        )),
+        None => bad(format!(
+            "ip_port {ip_port:?} has port {p:?}, not a port number"
+        )),
     }
 }
 
@@ -212,10 +207,8 @@ pub(crate) fn default_address(attrs: &Attributes) -> Result<BootstrapUrl, Bootst
     let ip_port = match attrs.instance_id {
         0 => attrs.ip_port.clone(),
         id => {
-            let range = attrs
-                .port_range
-                .clone()
-                .or_else(|| std::env::var(PORT_RANGE_ENV).ok());
+            let env = || std::env::var(PORT_RANGE_ENV).ok();
+            let range = attrs.port_range.clone().or_else(env);
             select_instance_port(&attrs.ip_port, id, range.as_deref())?
         }
     };
@@ -356,9 +349,9 @@ mod tests {
         ] {
             assert!(err(bad, 1, r).contains("tcp6://[address]:0"), "{bad:?}");
         }
-        assert!(err("tcp://10.0.0.1", 1, r).contains("no :port"));
-        assert!(err("tcp://10.0.0.1:", 1, r).contains("not a decimal"));
-        assert!(err("tcp://h:1:0", 1, r).contains("not a decimal"));
+        assert!(err("tcp://10.0.0.1", 1, r).contains("tcp://host:0"));
+        assert!(err("tcp://10.0.0.1:", 1, r).contains("not a port number"));
+        assert!(err("tcp://h:1:0", 1, r).contains("not a port number"));
         assert!(err("tcp://10.0.0.1:5000", 1, r).contains("must be 0"));
         assert!(err("tcp6://[::1]:7", 1, r).contains("must be 0"));
     }
