@@ -50,9 +50,8 @@ pub(crate) trait Bootstrap: Send + Sync + std::fmt::Debug {
     /// Every PE's `mine`, indexed by PE (lengths may differ between PEs).
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError>;
     /// Non-blocking: Err if a peer was lost, the server is gone, or someone called
-    /// global_exit. Cheap (an atomic load, plus one non-blocking read when no request is in
-    /// flight); safe to call from any thread at any time, also while another thread is
-    /// blocked in a request (a request in flight records notices itself).
+    /// global_exit. Cheap (a look at what the connection's reader recorded); safe to call
+    /// from any thread at any time, also while another thread is blocked in a request.
     fn check_alive(&self) -> Result<(), BootstrapError>;
     /// Tells every PE that this one ends the job with `status`; returns (the caller exits).
     fn global_exit(&self, status: i32);
