@@ -140,7 +140,7 @@ impl Instance {
         crate::log::init();
         Instance::create(attrs).inspect_err(|e| {
             tracing::error!(
-                "init of instance {} (PE {} of {}) failed: {e}",
+                "init of instance {} (PE {} of {}) failed: {e:#}",
                 attrs.instance_id,
                 attrs.my_pe,
                 attrs.n_pes

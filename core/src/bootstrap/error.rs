@@ -78,8 +78,9 @@ pub enum BootstrapErrorKind {
 }
 
 /// A bootstrap failure. [`kind`](BootstrapError::kind) says what happened, `Display` says it
-/// in words naming who or what, and [`source`](StdError::source) is the underlying error (an
-/// `io::Error`, an MPI error, a frame that does not decode, ...), if any.
+/// in words naming who or what (`{:#}` adds the causes), and [`source`](StdError::source) is
+/// the underlying error (an `io::Error`, an MPI error, a frame that does not decode, ...), if
+/// any.
 ///
 /// ```
 /// # fn f(e: &shmem::BootstrapError) {
@@ -157,9 +158,16 @@ impl BootstrapError {
     }
 }
 
+/// The message; with `{:#}`, followed by the chain of causes (`message: cause: cause`).
 impl fmt::Display for BootstrapError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.message)?;
+        let mut cause = self.source().filter(|_| f.alternate());
+        while let Some(c) = cause {
+            write!(f, ": {c}")?;
+            cause = c.source();
+        }
+        Ok(())
     }
 }
 

@@ -141,15 +141,9 @@ fn finalize_all(pes: Vec<StoreBootstrap>) {
     }
 }
 
-/// The error's message with every source's, as a log line would show it.
+/// The error's message with every source's, as a log line shows it.
 fn chain(e: &BootstrapError) -> String {
-    let mut text = e.to_string();
-    let mut s = e.source();
-    while let Some(x) = s {
-        text = format!("{text}: {x}");
-        s = x.source();
-    }
-    text
+    format!("{e:#}")
 }
 
 fn payload(pe: usize, round: u32) -> Vec<u8> {
@@ -499,6 +493,10 @@ fn unreachable_server_is_a_connect_error() {
     assert!(
         m.contains(&url.to_string()) && m.contains("of PE 0 within 2.0 s"),
         "{m}"
+    );
+    assert!(
+        !e.to_string().to_lowercase().contains("refused"),
+        "{{}} is the message alone"
     );
     assert!(
         m.to_lowercase().contains("refused"),
