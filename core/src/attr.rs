@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use shmem_backend::Limits;
 
-pub use crate::bootstrap::uid::UniqueId;
+pub use crate::bootstrap::UniqueId;
 use crate::error::{Error, Result};
 
 /// CANN's `ACLSHMEM_MAX_IP_PORT_LEN`: `ip_port` holds at most 63 characters.
@@ -232,10 +232,8 @@ impl Attributes {
         local_mem_size: i64,
         uid: &UniqueId,
     ) -> Result<Attributes> {
-        let args = crate::bootstrap::uid::set_attr_uniqueid_args(my_pe, n_pes, local_mem_size, uid)
-            .map_err(|e| Error::InvalidValue(e.to_string()))?;
         let mut a = Attributes::new(0, 0, "", 0);
-        args.apply(&mut a);
+        crate::bootstrap::uid::set_attr_uniqueid_args(my_pe, n_pes, local_mem_size, uid, &mut a)?;
         Ok(a)
     }
 
@@ -327,6 +325,23 @@ impl Attributes {
             )));
         }
         Ok(())
+    }
+
+    /// PE 0's bootstrap address in DEFAULT mode, `tcp://host:port` or `tcp6://[host]:port`:
+    /// `ip_port` itself for instance 0; for the other instances, the template `ip_port` (port
+    /// 0) with the port `port_range` (else `SHMEM_INSTANCE_PORT_RANGE`, `start:end`) assigns,
+    /// `start + instance_id`. Fails as init would: a bad address with `INVALID_PARAM`, a bad
+    /// range or template with `INVALID_VALUE`.
+    ///
+    /// ```
+    /// let mut a = shmem::Attributes::new(0, 2, "tcp://10.0.0.1:0", 2 << 20);
+    /// a.instance_id = 3;
+    /// a.port_range = Some("20000:20255".into());
+    /// assert_eq!(a.bootstrap_address()?, "tcp://10.0.0.1:20003");
+    /// # Ok::<(), shmem::Error>(())
+    /// ```
+    pub fn bootstrap_address(&self) -> Result<String> {
+        Ok(crate::bootstrap::url::default_address(self)?.to_string())
     }
 
     /// `shm_init_timeout` as a duration.

@@ -2,6 +2,8 @@
 
 use shmem_backend::TransportError;
 
+use crate::bootstrap::{BootstrapError, BootstrapErrorKind};
+
 /// CANN SHMEM's return codes (`aclshmem_error_code_t`), which the C ABI returns and
 /// [`Error::code`] maps every error onto.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,9 +82,10 @@ pub enum Error {
         /// The instance.
         instance_id: u64,
     },
-    /// The PEs could not meet or talk through the bootstrap.
-    #[error("bootstrap: {0}")]
-    Bootstrap(String),
+    /// The PEs could not meet, or talk, through the bootstrap; its kind says what happened
+    /// ([`Error::code`] follows it: `INNER_ERROR` for a failure to meet at init, as CANN).
+    #[error(transparent)]
+    Bootstrap(BootstrapError),
     /// The symmetric memory could not be set up.
     #[error("symmetric memory: {0}")]
     Memory(String),
@@ -102,9 +105,14 @@ pub enum Error {
         /// How it was detected.
         detail: String,
     },
-    /// A PE called `global_exit`, or the launcher is ending the job.
-    #[error("the job is ending: {0}")]
-    JobEnding(String),
+    /// PE `pe` called `global_exit(status)`: the job is ending.
+    #[error("the job is ending: PE {pe} called global_exit({status})")]
+    JobEnding {
+        /// The PE that ended the job.
+        pe: u32,
+        /// Its exit status, which every PE exits with.
+        status: i32,
+    },
     /// A symmetric allocation that does not fit.
     #[error("cannot allocate {requested} bytes from the symmetric heap: {detail}")]
     OutOfMemory {
@@ -133,14 +141,16 @@ impl Error {
             | Error::OutOfBounds(_)
             | Error::Misaligned(_) => Code::InvalidParam,
             Error::InvalidValue(_) => Code::InvalidValue,
-            Error::AlreadyInitialized { .. }
-            | Error::UnknownInstance { .. }
-            | Error::Bootstrap(_)
-            | Error::Inner(_) => Code::InnerError,
+            Error::Bootstrap(e) => bootstrap_code(e),
+            Error::AlreadyInitialized { .. } | Error::UnknownInstance { .. } | Error::Inner(_) => {
+                Code::InnerError
+            }
             Error::Memory(_) => Code::SmemError,
             Error::NotInitialized { .. } => Code::NotInited,
             Error::Timeout { .. } => Code::TimeoutError,
-            Error::PeerLost { .. } | Error::JobEnding(_) => Code::BootstrapError,
+            Error::PeerLost { .. }
+            | Error::JobEnding { .. }
+            | Error::Transport(TransportError::JobEnding { .. }) => Code::BootstrapError,
             Error::OutOfMemory { .. } => Code::MallocFailed,
             Error::NotSupported(_) => Code::NotSupported,
             Error::Transport(_) => Code::InnerError,
@@ -161,9 +171,45 @@ impl From<TransportError> for Error {
             TransportError::Misaligned { .. } => Error::Misaligned(e.to_string()),
             TransportError::Timeout { what, seconds } => Error::Timeout { what, seconds },
             TransportError::PeerLost { pe, detail } => Error::PeerLost { pe, detail },
-            TransportError::JobEnding { detail } => Error::JobEnding(detail),
             TransportError::Unsupported { .. } => Error::NotSupported(e.to_string()),
             other => Error::Transport(other),
+        }
+    }
+}
+
+/// CANN's code for a bootstrap failure: `INNER_ERROR` when the PEs could not meet at init;
+/// later, `BOOTSTRAP_ERROR` for a lost peer or the end of the job and `TIMEOUT_ERROR` for a
+/// timeout; a bad address `INVALID_PARAM` and a bad value `INVALID_VALUE`, whenever found.
+fn bootstrap_code(e: &BootstrapError) -> Code {
+    match e.kind() {
+        BootstrapErrorKind::Address => Code::InvalidParam,
+        BootstrapErrorKind::Invalid if !e.during_init() => Code::InvalidValue,
+        _ if e.during_init() => Code::InnerError,
+        BootstrapErrorKind::Timeout { .. } => Code::TimeoutError,
+        BootstrapErrorKind::PeerLost { .. }
+        | BootstrapErrorKind::ServerLost
+        | BootstrapErrorKind::GlobalExit { .. } => Code::BootstrapError,
+        _ => Code::InnerError,
+    }
+}
+
+/// A bootstrap failure as a library error: after init, a lost peer is [`Error::PeerLost`]
+/// (PE 0 for a lost server) and a global exit [`Error::JobEnding`], as when a wait finds
+/// them; everything else keeps the bootstrap's error whole.
+impl From<BootstrapError> for Error {
+    fn from(e: BootstrapError) -> Error {
+        match *e.kind() {
+            _ if e.during_init() => Error::Bootstrap(e),
+            BootstrapErrorKind::PeerLost { pe } => Error::PeerLost {
+                pe,
+                detail: e.message().to_owned(),
+            },
+            BootstrapErrorKind::ServerLost => Error::PeerLost {
+                pe: 0,
+                detail: e.message().to_owned(),
+            },
+            BootstrapErrorKind::GlobalExit { pe, status } => Error::JobEnding { pe, status },
+            _ => Error::Bootstrap(e),
         }
     }
 }

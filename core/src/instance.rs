@@ -1,17 +1,14 @@
 //! [`Instance`]: one SHMEM instance, owning its bootstrap, transport, heap and teams.
 
 use std::fmt;
-use std::net::TcpListener;
-use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use shmem_backend::{Capabilities, Exchange, Pe, SegmentSpec, TransportError, Watchdog};
 
-use crate::attr::{Attributes, Backend, InitMode, Secret};
-use crate::bootstrap::rendezvous;
-use crate::bootstrap::{self, Bootstrap, BootstrapError, StoreBootstrap, StoreConfig};
+use crate::attr::{Attributes, Backend};
+use crate::bootstrap::{self, Bootstrap};
 use crate::error::{Error, Result};
 use crate::fabric::{Fabric, Queue};
 use crate::heap::Heap;
@@ -91,28 +88,10 @@ struct BootExchange<'a>(&'a dyn Bootstrap);
 
 impl Exchange for BootExchange<'_> {
     fn allgather(&mut self, mine: &[u8]) -> std::result::Result<Vec<Vec<u8>>, TransportError> {
-        self.0.allgather(mine).map_err(|e| boot_to_transport(&e))
+        self.0.allgather(mine).map_err(TransportError::from)
     }
     fn barrier(&mut self) -> std::result::Result<(), TransportError> {
-        self.0.barrier().map_err(|e| boot_to_transport(&e))
-    }
-}
-
-/// A bootstrap failure as a transport error (for the waits the transport runs).
-fn boot_to_transport(e: &BootstrapError) -> TransportError {
-    match e {
-        BootstrapError::PeerLost { pe, detail } => TransportError::PeerLost {
-            pe: *pe,
-            detail: detail.clone(),
-        },
-        BootstrapError::ServerLost { detail } => TransportError::PeerLost {
-            pe: 0,
-            detail: format!("the bootstrap server on PE 0 is gone: {detail}"),
-        },
-        BootstrapError::GlobalExit { pe, status } => TransportError::JobEnding {
-            detail: format!("PE {pe} called global_exit({status})"),
-        },
-        other => TransportError::Exchange(other.to_string()),
+        self.0.barrier().map_err(TransportError::from)
     }
 }
 
@@ -125,7 +104,7 @@ struct InstanceWatchdog {
 
 impl Watchdog for InstanceWatchdog {
     fn check(&self, waited: Duration, what: &dyn fmt::Display) -> Result<(), TransportError> {
-        self.boot.check_alive().map_err(|e| boot_to_transport(&e))?;
+        self.boot.check_alive().map_err(TransportError::from)?;
         match self.timeout {
             Some(t) if waited >= t => Err(TransportError::Timeout {
                 what: what.to_string(),
@@ -136,54 +115,13 @@ impl Watchdog for InstanceWatchdog {
     }
 }
 
-/// A bootstrap failure as a library error.
-pub(crate) fn boot_error(e: BootstrapError) -> Error {
-    match e {
-        BootstrapError::PeerLost { pe, detail } => Error::PeerLost { pe, detail },
-        BootstrapError::ServerLost { detail } => Error::PeerLost {
-            pe: 0,
-            detail: format!("the bootstrap server on PE 0 is gone: {detail}"),
-        },
-        BootstrapError::GlobalExit { pe, status } => {
-            Error::JobEnding(format!("PE {pe} called global_exit({status})"))
-        }
-        BootstrapError::Timeout {
-            what,
-            missing,
-            after,
-        } => Error::Timeout {
-            what: if missing.is_empty() {
-                what
-            } else {
-                format!(
-                    "{what} (PEs that did not arrive: {})",
-                    missing
-                        .iter()
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            },
-            seconds: after.as_secs_f64(),
-        },
-        other => Error::Bootstrap(other.to_string()),
-    }
-}
-
-/// A bootstrap failure during init: CANN reports every one of them as `INNER_ERROR`.
-fn init_error(e: BootstrapError) -> Error {
-    Error::Bootstrap(e.to_string())
-}
-
 /// When another PE ended the job with `global_exit(status)`, this PE ends too, with that
 /// status, as OpenSHMEM specifies.
 pub(crate) fn exit_if_job_ended(e: &Error) {
-    if let Error::JobEnding(detail) = e
-        && let Some(status) = detail
-            .rsplit_once('(')
-            .and_then(|(_, s)| s.trim_end_matches(')').parse::<i32>().ok())
-    {
-        tracing::error!("{detail}; ending this PE with status {status}");
+    if let Error::JobEnding { pe, status } = *e {
+        tracing::error!(
+            "PE {pe} called global_exit({status}); ending this PE with status {status}"
+        );
         std::process::exit(status);
     }
 }
@@ -213,32 +151,6 @@ fn raise_descriptor_limit() {
     });
 }
 
-/// Duplicates the pre-bound socket `fd` that PE 0 serves on.
-fn prebound_listener(fd: i32, port: u16) -> Result<TcpListener> {
-    // SAFETY: CANN's contract for `sock_fd`: the caller passes an open socket and keeps it open
-    // during init. We only duplicate it (the caller keeps its descriptor); a closed or bogus
-    // number makes the duplication fail with EBADF.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    let owned = rustix::io::fcntl_dupfd_cloexec(borrowed, 0)
-        .map_err(|e| Error::InvalidValue(format!("sock_fd {fd} is not an open descriptor: {e}")))?;
-    let stat = rustix::fs::fstat(owned.as_fd())
-        .map_err(|e| Error::InvalidValue(format!("sock_fd {fd}: {e}")))?;
-    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Socket {
-        return Err(Error::InvalidValue(format!("sock_fd {fd} is not a socket")));
-    }
-    let listener = TcpListener::from(owned);
-    let bound = listener
-        .local_addr()
-        .map_err(|e| Error::InvalidValue(format!("sock_fd {fd} is not a TCP socket: {e}")))?;
-    if bound.port() != port {
-        return Err(Error::InvalidValue(format!(
-            "sock_fd {fd} is bound to port {}, but ip_port names port {port}",
-            bound.port()
-        )));
-    }
-    Ok(listener)
-}
-
 impl Instance {
     /// Creates and initialises instance `attrs.instance_id`. Collective over the instance's PEs:
     /// every PE calls it with its own `my_pe` and the same `n_pes`, `ip_port` and
@@ -264,7 +176,7 @@ impl Instance {
         raise_descriptor_limit();
         let claim: Claim<'_, Inner> = INSTANCES.claim(attrs.instance_id)?;
         let (my_pe, n_pes) = (attrs.my_pe as u32, attrs.n_pes as u32);
-        let boot: Arc<dyn Bootstrap> = Self::bootstrap(attrs, my_pe, n_pes)?.into();
+        let boot: Arc<dyn Bootstrap> = bootstrap::join(attrs)?.into();
         let spec = SegmentSpec {
             my_pe,
             n_pes,
@@ -311,103 +223,6 @@ impl Instance {
             "instance initialised"
         );
         Ok(Instance { inner })
-    }
-
-    /// Meets the instance's other PEs as `attrs.mode` says.
-    fn bootstrap(attrs: &Attributes, my_pe: u32, n_pes: u32) -> Result<Box<dyn Bootstrap>> {
-        let (url, listener, secret) = match &attrs.mode {
-            InitMode::Mpi(comm) => {
-                let b = crate::bootstrap::mpi::MpiBootstrap::new(
-                    *comm,
-                    my_pe,
-                    n_pes,
-                    attrs.instance_id,
-                )
-                .map_err(init_error)?;
-                return Ok(Box::new(b));
-            }
-            InitMode::Default => {
-                let url = Self::bootstrap_url(attrs)?;
-                let listener = if my_pe == 0 && attrs.options.sock_fd > 0 {
-                    Some(prebound_listener(attrs.options.sock_fd, url.port)?)
-                } else {
-                    None
-                };
-                (url, listener, attrs.secret.unwrap_or(Secret::CANN_MAGIC))
-            }
-            InitMode::UniqueId(uid) => {
-                let url = uid.url().map_err(|e| {
-                    Error::InvalidParam(format!("the unique id is not usable: {e}"))
-                })?;
-                let listener = if my_pe == 0 {
-                    uid.take_listener()
-                } else {
-                    None
-                };
-                (url, listener, uid.secret())
-            }
-            InitMode::JobLocal(key) => {
-                let m =
-                    rendezvous::meet(key, attrs.instance_id, my_pe, n_pes, attrs.init_timeout())
-                        .map_err(init_error)?;
-                (m.url, m.listener, m.secret)
-            }
-        };
-        let boot = StoreBootstrap::connect(StoreConfig {
-            url,
-            my_pe,
-            n_pes,
-            instance_id: attrs.instance_id,
-            secret,
-            init_timeout: attrs.init_timeout(),
-            op_timeout: attrs.op_timeout(),
-            listener,
-        })
-        .map_err(init_error)?;
-        Ok(Box::new(boot))
-    }
-
-    /// Whether `attrs.ip_port` is a usable bootstrap address for its instance.
-    pub fn usable_ip_port(attrs: &Attributes) -> bool {
-        let a = Attributes {
-            mode: InitMode::Default,
-            ..attrs.clone()
-        };
-        Self::bootstrap_url(&a).is_ok()
-    }
-
-    /// Checks CANN's port selection for a non-zero instance in DEFAULT mode (the range, the
-    /// template port), without creating anything.
-    pub fn check_instance_port(attrs: &Attributes) -> Result<()> {
-        if attrs.instance_id != 0 && attrs.mode == InitMode::Default {
-            Self::bootstrap_url(attrs).map(|_| ())
-        } else {
-            Ok(())
-        }
-    }
-
-    /// The bootstrap address of `attrs`: `ip_port` itself for instance 0, the port chosen from
-    /// `SHMEM_INSTANCE_PORT_RANGE` for the others.
-    fn bootstrap_url(attrs: &Attributes) -> Result<bootstrap::url::BootstrapUrl> {
-        let ip_port = if attrs.instance_id == 0 {
-            attrs.ip_port.clone()
-        } else {
-            let range = attrs
-                .port_range
-                .clone()
-                .or_else(|| std::env::var("SHMEM_INSTANCE_PORT_RANGE").ok());
-            bootstrap::url::select_instance_port(
-                &attrs.ip_port,
-                attrs.instance_id,
-                range.as_deref(),
-            )
-            .map_err(|e| Error::InvalidValue(e.to_string()))?
-        };
-        bootstrap::url::parse_url(&ip_port).map_err(|e| {
-            Error::InvalidParam(format!(
-                "ip_port {ip_port:?} is not a valid bootstrap address: {e}"
-            ))
-        })
     }
 
     /// This instance's id.
@@ -478,7 +293,14 @@ impl Instance {
     }
 
     /// Maps an error from a blocking operation, ending this PE if another PE ended the job.
-    pub(crate) fn fail(&self, e: Error) -> Error {
+    pub(crate) fn fail(&self, mut e: Error) -> Error {
+        // A wait that the liveness check ended reports the end of the job as the transport's
+        // text; the bootstrap keeps who ended it and the status.
+        if matches!(e, Error::Transport(TransportError::JobEnding { .. }))
+            && let Err(b) = self.inner.boot.check_alive()
+        {
+            e = Error::from(b);
+        }
         exit_if_job_ended(&e);
         e
     }
@@ -597,7 +419,7 @@ impl Instance {
         }
         let r = (|| {
             self.fabric().quiet(&self.inner.queue)?;
-            self.inner.boot.finalize().map_err(boot_error)
+            self.inner.boot.finalize().map_err(Error::from)
         })();
         INSTANCES.release(self.inner.id);
         r

@@ -36,7 +36,6 @@ mod info;
 mod instance;
 mod launch;
 mod lock;
-pub mod mpi;
 mod p2p;
 mod registry;
 mod rma;
@@ -50,6 +49,7 @@ pub use attr::{
     Attributes, Backend, DEFAULT_TIMEOUT, EXTRA_SIZE, InitMode, MAX_IP_PORT_LEN,
     OptionalAttributes, Secret, UniqueId, engine,
 };
+pub use bootstrap::{BootstrapError, BootstrapErrorKind, RefuseReason};
 pub use coll::{Complex32, Complex64, ReduceOp, Reducible};
 pub use ctx::{Context, CtxOptions, CtxRef};
 pub use error::{Code, Error, Result};
@@ -62,6 +62,8 @@ pub use instance::{IdState, Instance, ThreadLevel};
 pub use lock::LockGuard;
 pub use rma::{DeviceRange, NbiScope};
 pub use shmem_backend::{Capabilities, Cmp, Pe, Scalar, SignalOp};
+/// Open MPI, loaded at run time: the [`shmem_mpi`] crate (what the MPI bootstrap uses).
+pub use shmem_mpi as mpi;
 pub use signal::SignalWord;
 pub use sym::{SymBuf, SymElem, SymSlice};
 pub use team::{MAX_TEAMS, Team, TeamConfig};

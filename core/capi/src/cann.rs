@@ -86,8 +86,11 @@ pub fn init_attr(flags: u32, attrs: &Attributes) -> Result<Instance> {
             ));
         } else if id != 0 {
             // Port selection runs before the context exists: a bad range changes nothing.
-            Instance::check_instance_port(&attrs)
-                .inspect_err(|e| tracing::error!("init of instance {id}: {e}"))?;
+            if attrs.mode == InitMode::Default {
+                attrs
+                    .bootstrap_address()
+                    .inspect_err(|e| tracing::error!("init of instance {id}: {e}"))?;
+            }
             c.known.insert(id);
         }
         c.active = id;
@@ -136,7 +139,7 @@ fn mode_from_flags(flags: u32, attrs: &Attributes) -> Result<Attributes> {
         if !matches!(a.mode, InitMode::Mpi(_)) {
             a.mode = InitMode::Mpi(None);
         }
-    } else if uid && Instance::usable_ip_port(&a) {
+    } else if uid && a.bootstrap_address().is_ok() {
         // DEFAULT with a valid ip_port wins over a unique id in comm_args.
         a.mode = InitMode::Default;
     }
@@ -166,9 +169,7 @@ pub fn set_attr_uniqueid_args(
 ) -> Result<()> {
     let a = Attributes::with_unique_id(my_pe, n_pes, local_mem_size, uid)
         .inspect_err(|e| tracing::error!("{e}"))?;
-    attrs.my_pe = a.my_pe;
-    attrs.n_pes = a.n_pes;
-    attrs.local_mem_size = a.local_mem_size;
+    (attrs.my_pe, attrs.n_pes, attrs.local_mem_size) = (a.my_pe, a.n_pes, a.local_mem_size);
     attrs.secret = a.secret;
     attrs.mode = a.mode;
     Ok(())

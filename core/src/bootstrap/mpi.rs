@@ -10,8 +10,8 @@
 //!   application;
 //! - the communicator's rank and size must equal the PE and PE count the instance was given.
 //!   Unlike CANN, this is checked collectively (one allgather of every rank's PE, PE count and
-//!   instance id), so that every rank fails with the same message naming the rank that
-//!   disagreed, instead of the others waiting forever;
+//!   instance id, as [`allgather_records`]), so that every rank fails with the same message
+//!   naming the rank that disagreed, instead of the others waiting forever;
 //! - barrier is `MPI_Barrier`; allgather allgathers the payload lengths, then does one
 //!   `MPI_Allgather` of `MPI_BYTE`s with every payload padded to the longest; `global_exit` is
 //!   `MPI_Abort` on the duplicate; `check_alive` is always `Ok` (MPI has no liveness: `mpirun`
@@ -23,7 +23,7 @@
 //!   created again in this process (MPI cannot be re-initialised).
 //!
 //! The duplicate's error handler is `MPI_ERRORS_RETURN`, so MPI failures on it are returned
-//! as [`BootstrapError`]s (naming the call and MPI's error text) instead of ending the job.
+//! as [`BootstrapError`]s (with the [`MpiError`] as their source) instead of ending the job.
 //!
 //! **Threads.** Calls on one bootstrap are serialised by a per-instance lock: MPI forbids
 //! concurrent collectives on one communicator, and an allgather is two MPI collectives that
@@ -47,21 +47,17 @@
 //!     --ignored --exact bootstrap::mpi::tests::under_mpirun_global_exit --test-threads 1
 //! ```
 
-// Until the instance layer selects this bootstrap, only its tests construct it.
-#![allow(
-    dead_code,
-    reason = "not yet selected by Instance::init; exercised by the tests below"
-)]
-
-use std::fmt;
-use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::{Bootstrap, BootstrapError};
-use crate::mpi::{Comm, Mpi, MpiError, MpiErrorKind};
+use bytemuck::{Pod, Zeroable};
+
+use super::error::{BootstrapError, BootstrapErrorKind};
+use super::{Bootstrap, allgather_records};
+use crate::mpi::{Comm, Mpi, MpiError, MpiErrorKind, ThreadLevel};
 
 /// Process-wide: how many MPI bootstraps are live, and whether one of them initialised MPI.
+#[derive(Debug)]
 struct Live {
     count: usize,
     bootstrap_initialised_mpi: bool,
@@ -76,10 +72,20 @@ fn live() -> MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// One bootstrap's place in [`LIVE`]'s count; released once, by finalize or on drop.
-struct LiveSlot {
-    held: AtomicBool,
+/// An [`MpiError`] as a bootstrap error, with `what` saying what was being done.
+fn mpi_err(what: String) -> impl FnOnce(MpiError) -> BootstrapError {
+    move |e| {
+        let kind = match e.kind() {
+            MpiErrorKind::Usage => BootstrapErrorKind::Invalid,
+            _ => BootstrapErrorKind::Io,
+        };
+        BootstrapError::new(kind, format!("{what}: {e}")).with_source(e)
+    }
 }
+
+/// One bootstrap's place in [`LIVE`]'s count; released once, by finalize or on drop.
+#[derive(Debug)]
+struct LiveSlot(AtomicBool);
 
 impl LiveSlot {
     /// Counts a new bootstrap; initialises MPI first if it is not (then only WORLD and SELF
@@ -87,149 +93,72 @@ impl LiveSlot {
     /// finalize cannot finalise MPI between the check and the count.
     fn take(mpi: &'static Mpi, parent: Comm) -> Result<LiveSlot, BootstrapError> {
         let mut l = live();
-        let finalised = mpi
+        if mpi
             .is_finalized()
-            .map_err(|e| mpi_err("checking whether MPI was finalised", e))?;
-        if finalised {
-            return Err(BootstrapError::Invalid(
+            .map_err(mpi_err("MPI_Finalized".into()))?
+        {
+            return Err(BootstrapError::invalid(
                 "MPI was finalised in this process, so no MPI bootstrap can be created (MPI \
-                 cannot be initialised twice)"
-                    .into(),
+                 cannot be initialised twice)",
             ));
         }
-        let usable = mpi
+        if !mpi
             .is_initialized()
-            .map_err(|e| mpi_err("checking whether MPI is initialised", e))?;
-        if !usable {
+            .map_err(mpi_err("MPI_Initialized".into()))?
+        {
             if parent != mpi.world() && parent != mpi.self_comm() {
-                return Err(BootstrapError::Invalid(format!(
-                    "MPI is not initialised, so the MPI bootstrap can only use MPI_COMM_WORLD \
-                     or MPI_COMM_SELF, but was given communicator {:#x}",
+                return Err(BootstrapError::invalid(format!(
+                    "MPI is not initialised, so the MPI bootstrap can only use MPI_COMM_WORLD or \
+                     MPI_COMM_SELF, but was given communicator {:#x}",
                     parent.as_raw()
                 )));
             }
-            let initialised_here = mpi
-                .init_here()
-                .map_err(|e| mpi_err("initialising MPI for the MPI bootstrap", e))?;
-            if initialised_here {
-                l.bootstrap_initialised_mpi = true;
-            }
+            let init = mpi.init_thread(ThreadLevel::Multiple);
+            l.bootstrap_initialised_mpi |= init.map_err(mpi_err("initialising MPI".into()))?;
         }
         l.count += 1;
-        Ok(LiveSlot {
-            held: AtomicBool::new(true),
-        })
+        Ok(LiveSlot(AtomicBool::new(true)))
     }
 
     /// Gives the slot back; if it was the last one and a bootstrap initialised MPI, finalises
     /// MPI (under the [`LIVE`] lock). Does nothing the second time.
     fn release(&self, mpi: &Mpi, may_finalize: bool) -> Result<(), BootstrapError> {
-        if !self.held.swap(false, Ordering::AcqRel) {
+        if !self.0.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
         let mut l = live();
         l.count = l.count.saturating_sub(1);
         if l.count == 0 && l.bootstrap_initialised_mpi && may_finalize {
             l.bootstrap_initialised_mpi = false;
-            tracing::debug!(
-                "mpi bootstrap: the last one finalises MPI, which a bootstrap initialised"
-            );
-            mpi.finalize()
-                .map_err(|e| mpi_err("finalising MPI after the last MPI bootstrap", e))?;
+            let what = "finalising MPI, which a bootstrap initialised, after the last one";
+            mpi.finalize().map_err(mpi_err(what.into()))?;
         }
         Ok(())
     }
 }
 
-/// Maps an [`MpiError`] to a [`BootstrapError`], with `what` saying what was being done.
-fn mpi_err(what: impl fmt::Display, e: MpiError) -> BootstrapError {
-    match e.kind() {
-        MpiErrorKind::Usage => BootstrapError::Invalid(format!("{what}: {e}")),
-        MpiErrorKind::Unavailable => BootstrapError::Io {
-            context: what.to_string(),
-            source: io::Error::new(io::ErrorKind::NotFound, e),
-        },
-        _ => BootstrapError::Io {
-            context: what.to_string(),
-            source: io::Error::other(e),
-        },
-    }
+/// One rank's membership record: what it was told its PE, PE count and instance are.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+struct Member {
+    pe: u32,
+    n_pes: u32,
+    instance_id: u64,
 }
 
 /// A PE's membership in one instance's MPI communicator (a private duplicate).
+#[derive(Debug)]
 pub(crate) struct MpiBootstrap {
     mpi: &'static Mpi,
     /// Our duplicate of the communicator we were given.
     comm: Comm,
-    my_pe: u32,
-    n_pes: u32,
-    instance_id: u64,
+    me: Member,
+    /// The communicator's size (equal to `n_pes` once the membership is checked).
+    size: usize,
     /// Serialises this instance's collectives (one communicator, one collective at a time).
     ops: Mutex<()>,
     finalized: AtomicBool,
     slot: LiveSlot,
-}
-
-impl fmt::Debug for MpiBootstrap {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MpiBootstrap")
-            .field("comm", &format_args!("{:#x}", self.comm.as_raw()))
-            .field("my_pe", &self.my_pe)
-            .field("n_pes", &self.n_pes)
-            .field("instance_id", &self.instance_id)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The bytes of one rank's membership record: PE, PE count, instance id.
-const RECORD: usize = 16;
-
-fn encode_record(my_pe: u32, n_pes: u32, instance_id: u64) -> [u8; RECORD] {
-    let mut r = [0u8; RECORD];
-    r[0..4].copy_from_slice(&my_pe.to_le_bytes());
-    r[4..8].copy_from_slice(&n_pes.to_le_bytes());
-    r[8..16].copy_from_slice(&instance_id.to_le_bytes());
-    r
-}
-
-fn decode_record(r: &[u8]) -> (u32, u32, u64) {
-    let mut pe = [0u8; 4];
-    let mut n = [0u8; 4];
-    let mut id = [0u8; 8];
-    pe.copy_from_slice(&r[0..4]);
-    n.copy_from_slice(&r[4..8]);
-    id.copy_from_slice(&r[8..16]);
-    (
-        u32::from_le_bytes(pe),
-        u32::from_le_bytes(n),
-        u64::from_le_bytes(id),
-    )
-}
-
-/// The bytes of one length in the first allgather.
-const LEN_BYTES: usize = 8;
-
-/// Decodes the allgathered lengths (`LEN_BYTES` little-endian bytes per rank).
-fn decode_lengths(raw: &[u8]) -> Result<Vec<usize>, BootstrapError> {
-    if !raw.len().is_multiple_of(LEN_BYTES) {
-        return Err(BootstrapError::Protocol(format!(
-            "allgather: {} bytes of lengths is not a whole number of {LEN_BYTES}-byte lengths",
-            raw.len()
-        )));
-    }
-    raw.chunks_exact(LEN_BYTES)
-        .enumerate()
-        .map(|(pe, c)| {
-            let mut b = [0u8; LEN_BYTES];
-            b.copy_from_slice(c);
-            let len = u64::from_le_bytes(b);
-            usize::try_from(len).map_err(|_| {
-                BootstrapError::Invalid(format!(
-                    "allgather: PE {pe} sends {len} bytes, more than this process can hold"
-                ))
-            })
-        })
-        .collect()
 }
 
 /// The padded width of every rank's slot: the longest payload. Fails (identically on every
@@ -237,55 +166,21 @@ fn decode_lengths(raw: &[u8]) -> Result<Vec<usize>, BootstrapError> {
 /// not fit in memory.
 fn padded_width(lens: &[usize]) -> Result<usize, BootstrapError> {
     let width = lens.iter().copied().max().unwrap_or(0);
-    let (pe, _) = lens
-        .iter()
-        .enumerate()
-        .max_by_key(|&(_, &l)| l)
-        .unwrap_or((0, &0));
-    if i32::try_from(width).is_err() {
-        return Err(BootstrapError::Invalid(format!(
-            "allgather: PE {pe} sends {width} bytes, more than MPI's count limit of {} bytes",
-            i32::MAX
-        )));
-    }
-    match width.checked_mul(lens.len()) {
-        Some(total) if isize::try_from(total).is_ok() => Ok(width),
-        _ => Err(BootstrapError::Invalid(format!(
+    let pe = lens.iter().position(|&l| l == width).unwrap_or(0);
+    let total = width
+        .checked_mul(lens.len())
+        .filter(|&t| isize::try_from(t).is_ok());
+    let m = match (i32::try_from(width), total) {
+        (Ok(_), Some(_)) => return Ok(width),
+        (Err(_), _) => {
+            format!("allgather: PE {pe} sends {width} bytes, more than MPI's count limit")
+        }
+        _ => format!(
             "allgather: {} PEs x {width} bytes do not fit in memory",
             lens.len()
-        ))),
-    }
-}
-
-/// `mine` padded with zeros to `width` bytes (`width >= mine.len()`).
-fn pad(mine: &[u8], width: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(width);
-    v.extend_from_slice(mine);
-    v.resize(width, 0);
-    v
-}
-
-/// Splits the padded allgather result into every rank's payload.
-fn unpad(recv: &[u8], lens: &[usize], width: usize) -> Result<Vec<Vec<u8>>, BootstrapError> {
-    if Some(recv.len()) != width.checked_mul(lens.len()) {
-        return Err(BootstrapError::Protocol(format!(
-            "allgather: received {} bytes for {} PEs x {width} bytes",
-            recv.len(),
-            lens.len()
-        )));
-    }
-    lens.iter()
-        .enumerate()
-        .map(|(pe, &len)| {
-            if len > width {
-                return Err(BootstrapError::Protocol(format!(
-                    "allgather: PE {pe}'s {len} bytes exceed the padded width {width}"
-                )));
-            }
-            let start = pe * width;
-            Ok(recv[start..start + len].to_vec())
-        })
-        .collect()
+        ),
+    };
+    Err(BootstrapError::invalid(m))
 }
 
 impl MpiBootstrap {
@@ -300,130 +195,100 @@ impl MpiBootstrap {
         n_pes: u32,
         instance_id: u64,
     ) -> Result<MpiBootstrap, BootstrapError> {
-        if n_pes == 0 {
-            return Err(BootstrapError::Invalid("n_pes must be at least 1".into()));
-        }
         if my_pe >= n_pes {
-            return Err(BootstrapError::Invalid(format!(
+            return Err(BootstrapError::invalid(format!(
                 "PE {my_pe} is out of range for {n_pes} PEs"
             )));
         }
-        let mpi = Mpi::get().map_err(|e| mpi_err("loading MPI for the MPI bootstrap", e))?;
+        let mpi = Mpi::get().map_err(mpi_err("loading MPI for the MPI bootstrap".into()))?;
         let parent = comm.unwrap_or_else(|| mpi.world());
         let slot = LiveSlot::take(mpi, parent)?;
-        let what = |op: &str| format!("MPI bootstrap of instance {instance_id}, PE {my_pe}: {op}");
+        let what = format!("MPI bootstrap of instance {instance_id}, PE {my_pe}");
         let dup = match parent.dup() {
-            Ok(d) => d,
+            Ok(dup) => dup,
             Err(e) => {
                 let _ = slot.release(mpi, false);
-                return Err(mpi_err(what("duplicating the communicator"), e));
+                return Err(mpi_err(format!("{what}: MPI_Comm_dup"))(e));
             }
         };
-        let me = MpiBootstrap {
+        let mut me = MpiBootstrap {
             mpi,
             comm: dup,
-            my_pe,
-            n_pes,
-            instance_id,
+            me: Member {
+                pe: my_pe,
+                n_pes,
+                instance_id,
+            },
+            size: 0,
             ops: Mutex::new(()),
             finalized: AtomicBool::new(false),
             slot,
         };
-        if let Err(e) = me.verify_membership() {
-            me.finalized.store(true, Ordering::Release);
-            if let Err(free) = me.comm.free() {
-                tracing::warn!("{}: {free}", what("freeing the duplicate"));
-            }
-            let _ = me.slot.release(mpi, false);
+        let setup = me.comm.set_errors_return().and_then(|()| me.comm.size());
+        let setup = setup.map_err(mpi_err(format!("{what}: setting MPI_ERRORS_RETURN")));
+        let joined = setup.and_then(|size| {
+            me.size = usize::try_from(size).unwrap_or(0);
+            me.verify_membership()
+        });
+        if let Err(e) = joined {
+            // Every rank fails alike, so every rank frees its duplicate; `Drop` releases the slot.
+            let _ = me.comm.free();
             return Err(e);
         }
-        tracing::debug!(
-            instance = instance_id,
-            pe = my_pe,
-            n_pes,
-            "mpi bootstrap: joined (thread_multiple = {:?})",
-            mpi.thread_multiple().ok()
-        );
+        tracing::debug!("{what}: joined");
         Ok(me)
     }
 
-    /// Sets `MPI_ERRORS_RETURN` on the duplicate, then checks collectively that every rank's
-    /// (PE, PE count, instance id) agrees with its rank and the communicator's size.
+    /// Checks collectively that every rank's (PE, PE count, instance id) agrees with its rank
+    /// and the communicator's size.
     fn verify_membership(&self) -> Result<(), BootstrapError> {
-        self.comm
-            .set_errors_return()
-            .map_err(|e| mpi_err(self.what("setting MPI_ERRORS_RETURN"), e))?;
-        let rank = self
-            .comm
-            .rank()
-            .map_err(|e| mpi_err(self.what("MPI_Comm_rank"), e))?;
-        let size = self
-            .comm
-            .size()
-            .map_err(|e| mpi_err(self.what("MPI_Comm_size"), e))?;
-        let mine = encode_record(self.my_pe, self.n_pes, self.instance_id);
-        let size_usize = usize::try_from(size).unwrap_or(0);
-        let mut all = vec![0u8; RECORD * size_usize];
-        self.comm
-            .allgather_bytes(&mine, &mut all)
-            .map_err(|e| mpi_err(self.what("exchanging the membership records"), e))?;
-        let mut bad = Vec::new();
-        let mut first_id = None;
-        for (r, rec) in all.chunks_exact(RECORD).enumerate() {
-            let (pe, n, id) = decode_record(rec);
-            let first = *first_id.get_or_insert(id);
-            if i64::from(pe) != r as i64 || i64::from(n) != i64::from(size) {
-                bad.push(format!(
-                    "MPI rank {r} of {size} was given PE {pe} of {n} (the MPI bootstrap \
-                     requires the PE and PE count to equal the rank and size in the \
-                     communicator)"
-                ));
-            } else if id != first {
-                bad.push(format!(
-                    "MPI rank {r} was given instance id {id}, but rank 0 instance id {first}"
-                ));
-            }
-        }
+        let all = allgather_records(self, &self.me)?;
+        let (size, first) = (all.len(), all.first().map_or(0, |m| m.instance_id));
+        let bad: Vec<String> = (0..size)
+            .zip(&all)
+            .filter_map(|(r, m)| match (m.pe, m.n_pes, m.instance_id) {
+                (pe, n, _) if pe as usize != r || n as usize != size => Some(format!(
+                    "MPI rank {r} of {size} was given PE {pe} of {n} (the MPI bootstrap requires the \
+                     PE and PE count to equal the rank and size in the communicator)"
+                )),
+                (.., id) if id != first => {
+                    Some(format!("MPI rank {r} was given instance id {id}, but rank 0 instance id {first}"))
+                }
+                _ => None,
+            })
+            .collect();
         if bad.is_empty() {
             return Ok(());
         }
-        let here =
-            if i64::from(rank) != i64::from(self.my_pe) || size as i64 != i64::from(self.n_pes) {
-                format!(
-                    " (this process is rank {rank} of {size}, given PE {} of {})",
-                    self.my_pe, self.n_pes
-                )
+        let (pe, n, id) = (self.me.pe, self.me.n_pes, self.me.instance_id);
+        let rank = self.comm.rank().unwrap_or(-1);
+        let more = bad.len().saturating_sub(4);
+        let bad = bad[..bad.len().min(4)].join("; ");
+        Err(BootstrapError::invalid(format!(
+            "MPI bootstrap of instance {id}: the ranks disagree: {bad}{} (this process is rank {rank} \
+             of {size}, given PE {pe} of {n})",
+            if more > 0 {
+                format!("; and {more} more")
             } else {
                 String::new()
-            };
-        let shown = bad.len().min(4);
-        let more = if bad.len() > shown {
-            format!("; and {} more", bad.len() - shown)
-        } else {
-            String::new()
-        };
-        Err(BootstrapError::Invalid(format!(
-            "MPI bootstrap of instance {}: the ranks disagree: {}{more}{here}",
-            self.instance_id,
-            bad[..shown].join("; ")
+            }
         )))
     }
 
-    fn what(&self, op: &str) -> String {
-        format!(
-            "MPI bootstrap of instance {}, PE {}: {op}",
-            self.instance_id, self.my_pe
-        )
+    fn err(&self, op: &str) -> impl FnOnce(MpiError) -> BootstrapError {
+        let (id, pe) = (self.me.instance_id, self.me.pe);
+        mpi_err(format!("MPI bootstrap of instance {id}, PE {pe}: {op}"))
     }
 
     /// The per-instance lock, after checking that the bootstrap is not finalised.
     fn begin(&self) -> Result<MutexGuard<'_, ()>, BootstrapError> {
-        if self.finalized.load(Ordering::Acquire) {
-            return Err(BootstrapError::Finalized { pe: self.my_pe });
-        }
         let g = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
         if self.finalized.load(Ordering::Acquire) {
-            return Err(BootstrapError::Finalized { pe: self.my_pe });
+            let m = format!(
+                "the MPI bootstrap of PE {} was already finalized",
+                self.me.pe
+            );
+            return Err(BootstrapError::new(BootstrapErrorKind::Finalized, m));
         }
         Ok(g)
     }
@@ -432,40 +297,34 @@ impl MpiBootstrap {
 impl Bootstrap for MpiBootstrap {
     fn barrier(&self) -> Result<(), BootstrapError> {
         let _ops = self.begin()?;
-        self.comm
-            .barrier()
-            .map_err(|e| mpi_err(self.what("barrier"), e))
+        self.comm.barrier().map_err(self.err("barrier"))
     }
 
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
         let _ops = self.begin()?;
-        let n = self.n_pes as usize;
-        let my_len = u64::try_from(mine.len()).map_err(|_| {
-            BootstrapError::Invalid(format!("allgather: {} bytes is too large", mine.len()))
-        })?;
-        let mut raw = vec![0u8; LEN_BYTES * n];
-        self.comm
-            .allgather_bytes(&my_len.to_le_bytes(), &mut raw)
-            .map_err(|e| mpi_err(self.what("allgather of the payload lengths"), e))?;
-        let lens = decode_lengths(&raw)?;
-        if lens.get(self.my_pe as usize) != Some(&mine.len()) {
-            return Err(BootstrapError::Protocol(format!(
-                "allgather: slot {} holds {:?} bytes, but this PE sent {}",
-                self.my_pe,
-                lens.get(self.my_pe as usize),
-                mine.len()
-            )));
-        }
+        let mut raw = vec![0u8; 8 * self.size];
+        let len = (mine.len() as u64).to_le_bytes();
+        let lengths = self.comm.allgather_bytes(&len, &mut raw);
+        lengths.map_err(self.err("allgather of the payload lengths"))?;
+        let len = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        let lens: Vec<usize> = raw
+            .chunks_exact(8)
+            .map(|c| usize::try_from(len(c)).unwrap_or(usize::MAX))
+            .collect();
         let width = padded_width(&lens)?;
         if width == 0 {
-            return Ok(vec![Vec::new(); n]);
+            return Ok(vec![Vec::new(); self.size]);
         }
-        let send = pad(mine, width);
-        let mut recv = vec![0u8; width * n];
-        self.comm
-            .allgather_bytes(&send, &mut recv)
-            .map_err(|e| mpi_err(self.what("allgather of the payloads"), e))?;
-        unpad(&recv, &lens, width)
+        let mut send = mine.to_vec();
+        send.resize(width, 0);
+        let mut recv = vec![0u8; width * self.size];
+        let payloads = self.comm.allgather_bytes(&send, &mut recv);
+        payloads.map_err(self.err("allgather of the payloads"))?;
+        Ok(recv
+            .chunks_exact(width)
+            .zip(lens)
+            .map(|(c, l)| c[..l].to_vec())
+            .collect())
     }
 
     fn check_alive(&self) -> Result<(), BootstrapError> {
@@ -474,20 +333,13 @@ impl Bootstrap for MpiBootstrap {
     }
 
     fn global_exit(&self, status: i32) {
-        tracing::error!(
-            instance = self.instance_id,
-            pe = self.my_pe,
-            "mpi bootstrap: global_exit({status}): MPI_Abort"
-        );
         // Our duplicate, or (if it was freed already) MPI_COMM_WORLD.
-        let first = self.comm.abort(status);
-        let res = first.or_else(|_| self.mpi.world().abort(status));
-        if let Err(e) = res {
-            tracing::warn!(
-                instance = self.instance_id,
-                pe = self.my_pe,
-                "mpi bootstrap: {e}; the caller exits, and mpirun then ends the job"
-            );
+        if let Err(e) = self
+            .comm
+            .abort(status)
+            .or_else(|_| self.mpi.world().abort(status))
+        {
+            tracing::debug!("mpi bootstrap: {e}; the caller exits, and mpirun then ends the job");
         }
     }
 
@@ -499,32 +351,19 @@ impl Bootstrap for MpiBootstrap {
         let barrier = self
             .comm
             .barrier()
-            .map_err(|e| mpi_err(self.what("the finalize barrier"), e));
+            .map_err(self.err("the finalize barrier"));
         let free = self
             .comm
             .free()
-            .map_err(|e| mpi_err(self.what("freeing the communicator"), e));
+            .map_err(self.err("freeing the communicator"));
         drop(ops);
-        let fin = self.slot.release(self.mpi, true);
-        tracing::debug!(
-            instance = self.instance_id,
-            pe = self.my_pe,
-            "mpi bootstrap: finalized"
-        );
-        barrier.and(free).and(fin)
+        barrier.and(free).and(self.slot.release(self.mpi, true))
     }
 }
 
 impl Drop for MpiBootstrap {
     fn drop(&mut self) {
-        if !self.finalized.load(Ordering::Acquire) {
-            tracing::debug!(
-                instance = self.instance_id,
-                pe = self.my_pe,
-                "mpi bootstrap: dropped without finalize; its communicator is not freed"
-            );
-        }
-        // Never finalises MPI from a drop: that is collective.
+        // Never frees the duplicate or finalises MPI from a drop: both are collective.
         let _ = self.slot.release(self.mpi, false);
     }
 }
@@ -536,48 +375,31 @@ mod tests {
     #[test]
     fn padding_round_trips_variable_lengths() {
         let payloads: Vec<Vec<u8>> = vec![vec![], vec![1], (0..=255).collect(), vec![7; 3], vec![]];
-        let mut raw = Vec::new();
-        for p in &payloads {
-            raw.extend_from_slice(&(p.len() as u64).to_le_bytes());
-        }
-        let lens = decode_lengths(&raw).unwrap();
-        assert_eq!(lens, vec![0, 1, 256, 3, 0]);
+        let lens: Vec<usize> = payloads.iter().map(Vec::len).collect();
         let width = padded_width(&lens).unwrap();
         assert_eq!(width, 256);
         let mut recv = Vec::new();
         for p in &payloads {
-            let padded = pad(p, width);
-            assert_eq!(padded.len(), width);
-            assert_eq!(&padded[..p.len()], &p[..]);
-            assert!(padded[p.len()..].iter().all(|&b| b == 0));
-            recv.extend_from_slice(&padded);
+            recv.extend_from_slice(p);
+            recv.resize(recv.len() + width - p.len(), 0);
         }
-        assert_eq!(unpad(&recv, &lens, width).unwrap(), payloads);
-    }
-
-    #[test]
-    fn padding_edge_cases() {
         assert_eq!(padded_width(&[0, 0, 0]).unwrap(), 0);
         assert_eq!(padded_width(&[]).unwrap(), 0);
-        assert_eq!(unpad(&[], &[0, 0], 0).unwrap(), vec![Vec::<u8>::new(); 2]);
-        let too_big = i32::MAX as usize + 1;
-        let e = padded_width(&[1, too_big]).unwrap_err().to_string();
+        let e = padded_width(&[1, i32::MAX as usize + 1])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("PE 1") && e.contains("count limit"), "{e}");
-        assert!(decode_lengths(&[0; 7]).is_err());
-        assert!(unpad(&[0; 5], &[1, 1], 3).is_err());
-        assert!(unpad(&[0; 6], &[4, 1], 3).is_err());
-    }
-
-    #[test]
-    fn membership_records_round_trip() {
-        let r = encode_record(3, 9, u64::MAX - 1);
-        assert_eq!(decode_record(&r), (3, 9, u64::MAX - 1));
+        assert!(padded_width(&[usize::MAX]).is_err());
     }
 
     #[test]
     fn bad_arguments_are_refused_before_touching_mpi() {
-        let e = MpiBootstrap::new(None, 2, 2, 1).unwrap_err().to_string();
-        assert!(e.contains("PE 2 is out of range for 2 PEs"), "{e}");
+        let e = MpiBootstrap::new(None, 2, 2, 1).unwrap_err();
+        assert_eq!(e.kind(), &BootstrapErrorKind::Invalid);
+        assert!(
+            e.to_string().contains("PE 2 is out of range for 2 PEs"),
+            "{e}"
+        );
         assert!(MpiBootstrap::new(None, 0, 0, 1).is_err());
         // A communicator other than WORLD/SELF while MPI is not initialised: refused, and
         // MPI stays uninitialised.
@@ -618,15 +440,15 @@ mod tests {
 
     fn check_allgather(b: &MpiBootstrap, round: u32, tag: u8) {
         let got = b
-            .allgather(&payload(b.my_pe, round, tag))
+            .allgather(&payload(b.me.pe, round, tag))
             .unwrap_or_else(|e| panic!("allgather {tag} round {round}: {e}"));
-        assert_eq!(got.len(), b.n_pes as usize);
+        assert_eq!(got.len(), b.me.n_pes as usize);
         for (pe, bytes) in got.iter().enumerate() {
             assert_eq!(
                 bytes,
                 &payload(pe as u32, round, tag),
                 "instance {} round {round}: PE {pe}'s bytes",
-                b.instance_id
+                b.me.instance_id
             );
         }
     }
@@ -709,7 +531,7 @@ mod tests {
         // the last one, which finalises MPI since a bootstrap initialised it.
         if let Some(c) = c {
             c.finalize().expect("finalize c");
-            assert!(matches!(c.barrier(), Err(BootstrapError::Finalized { .. })));
+            assert!(matches!(c.barrier(), Err(e) if e.kind() == &BootstrapErrorKind::Finalized));
             evens.expect("evens").free().expect("free evens");
         }
         b.finalize().expect("finalize b");
@@ -728,10 +550,10 @@ mod tests {
 
     /// MPI initialised by the "application" with less than `MPI_THREAD_MULTIPLE`: the
     /// bootstrap works through the process-wide lock and leaves finalising MPI to its owner.
-    fn below_thread_multiple(level: crate::mpi::ThreadLevel) {
+    fn below_thread_multiple(level: ThreadLevel) {
         let (rank, size) = launcher_rank_size();
         let mpi = Mpi::get().expect("load MPI");
-        assert!(mpi.init_with_level(level).expect("init"));
+        assert!(mpi.init_thread(level).expect("init"));
         assert!(!mpi.thread_multiple().unwrap());
         let a = MpiBootstrap::new(None, rank, size, 1).expect("bootstrap a");
         let b = MpiBootstrap::new(None, rank, size, 2).expect("bootstrap b");
@@ -752,8 +574,8 @@ mod tests {
             .expect("thread")
         });
         match level {
-            crate::mpi::ThreadLevel::Serialized => other.expect("serialised call from a thread"),
-            crate::mpi::ThreadLevel::Funneled => {
+            ThreadLevel::Serialized => other.expect("serialised call from a thread"),
+            _ => {
                 let e = other.unwrap_err().to_string();
                 assert!(e.contains("MPI_THREAD_FUNNELED"), "{e}");
             }
@@ -771,13 +593,13 @@ mod tests {
     #[test]
     #[ignore = "run under mpirun: see module docs"]
     fn under_mpirun_serialized() {
-        below_thread_multiple(crate::mpi::ThreadLevel::Serialized);
+        below_thread_multiple(ThreadLevel::Serialized);
     }
 
     #[test]
     #[ignore = "run under mpirun: see module docs"]
     fn under_mpirun_funneled() {
-        below_thread_multiple(crate::mpi::ThreadLevel::Funneled);
+        below_thread_multiple(ThreadLevel::Funneled);
     }
 
     #[test]

@@ -9,16 +9,18 @@
 //! a PE only believes an announcement made by a process of its own user (`SO_PEERCRED`).
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
+use super::addr::{self, LOOPBACK};
+use super::error::{BootstrapError, BootstrapErrorKind};
+use super::url::{BootstrapUrl, parse_url};
 use crate::attr::Secret;
-use crate::bootstrap::BootstrapError;
-use crate::bootstrap::url::{BootstrapUrl, FamilyHint, Host};
 
 const GREETING: &str = "shmem-rendezvous 1";
 
@@ -26,30 +28,30 @@ const GREETING: &str = "shmem-rendezvous 1";
 #[derive(Debug)]
 pub(crate) struct Meeting {
     /// PE 0's bootstrap address.
-    pub url: BootstrapUrl,
+    pub(crate) url: BootstrapUrl,
     /// The job secret.
-    pub secret: Secret,
+    pub(crate) secret: Secret,
     /// On PE 0: the socket its server serves on.
-    pub listener: Option<TcpListener>,
+    pub(crate) listener: Option<TcpListener>,
 }
 
-/// A short stable digest of the job key (FNV-1a), for the socket name.
-fn digest(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
+/// The socket's name: this user, a short stable digest of the job key (FNV-1a), the instance.
 fn name(key: &str, instance_id: u64) -> Vec<u8> {
+    let digest = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     let uid = rustix::process::getuid().as_raw();
-    format!("shmem-rendezvous.{uid}.{:016x}.{instance_id}", digest(key)).into_bytes()
+    format!("shmem-rendezvous.{uid}.{digest:016x}.{instance_id}").into_bytes()
 }
 
-fn io_err(context: &str) -> impl FnOnce(Errno) -> BootstrapError + '_ {
-    move |e| BootstrapError::Io {
-        context: context.to_string(),
-        source: e.into(),
-    }
+fn unix_socket() -> Result<OwnedFd, BootstrapError> {
+    rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| BootstrapError::io("creating the rendezvous socket", e))
 }
 
 /// Meets the other PEs of `instance_id` of the job `key`: PE 0 announces, the others listen.
@@ -61,46 +63,22 @@ pub(crate) fn meet(
     timeout: Duration,
 ) -> Result<Meeting, BootstrapError> {
     let addr = SocketAddrUnix::new_abstract_name(&name(key, instance_id))
-        .map_err(io_err("naming the rendezvous socket"))?;
-    if my_pe == 0 {
-        announce(addr, n_pes, timeout)
-    } else {
-        listen_for(addr, timeout)
+        .map_err(|e| BootstrapError::io("naming the rendezvous socket", e))?;
+    let deadline = Instant::now() + timeout;
+    if my_pe != 0 {
+        return listen_for(&addr, deadline);
     }
-}
-
-fn announce(
-    addr: SocketAddrUnix,
-    n_pes: u32,
-    timeout: Duration,
-) -> Result<Meeting, BootstrapError> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| BootstrapError::Io {
-        context: "binding the bootstrap server to 127.0.0.1".into(),
-        source: e,
-    })?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| BootstrapError::Io {
-            context: "reading the server's port".into(),
-            source: e,
-        })?
-        .port();
+    let listener = addr::bind(SocketAddr::new(LOOPBACK, 0), true)
+        .map_err(|e| BootstrapError::io("binding the bootstrap server to 127.0.0.1", e))?;
+    let url = BootstrapUrl::of(
+        listener
+            .local_addr()
+            .map_err(|e| BootstrapError::io("reading the server's port", e))?,
+    );
     let secret = Secret::random();
-    let url = BootstrapUrl {
-        host: Host::Ipv4(Ipv4Addr::LOCALHOST),
-        port,
-        family_hint: FamilyHint::Tcp,
-    };
     if n_pes > 1 {
-        let sock = rustix::net::socket_with(
-            AddressFamily::UNIX,
-            SocketType::STREAM,
-            SocketFlags::CLOEXEC,
-            None,
-        )
-        .map_err(io_err("creating the rendezvous socket"))?;
+        let sock = unix_socket()?;
         // The name may still be held for a moment by this job's previous rendezvous.
-        let deadline = Instant::now() + timeout;
         loop {
             match rustix::net::bind(&sock, &addr) {
                 Ok(()) => break,
@@ -108,23 +86,29 @@ fn announce(
                     std::thread::sleep(Duration::from_millis(5))
                 }
                 Err(Errno::ADDRINUSE) => {
-                    return Err(BootstrapError::Invalid(
-                        "another process of this user holds this job's rendezvous name; is a second job running with the same job key? Set SHMEM_BOOTSTRAP_URL or SHMEM_JOB_KEY".into(),
+                    return Err(BootstrapError::invalid(
+                        "another process of this user holds this job's rendezvous name; is a second job running \
+                         with the same job key? Set SHMEM_BOOTSTRAP_URL or SHMEM_JOB_KEY",
                     ));
                 }
-                Err(e) => return Err(io_err("binding the rendezvous socket")(e)),
+                Err(e) => return Err(BootstrapError::io("binding the rendezvous socket", e)),
             }
         }
-        rustix::net::listen(&sock, 128).map_err(io_err("listening on the rendezvous socket"))?;
-        let message = format!("{GREETING}\n{url}\n{}\n", hex(secret.as_bytes()));
+        rustix::net::listen(&sock, 128)
+            .map_err(|e| BootstrapError::io("listening on the rendezvous socket", e))?;
+        let message = format!(
+            "{GREETING}\n{url}\n{}\n",
+            secret
+                .0
+                .iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<String>()
+        );
         std::thread::Builder::new()
             .name("shmem-rendezvous".into())
             .stack_size(64 << 10)
             .spawn(move || serve(sock, message, n_pes - 1, deadline))
-            .map_err(|e| BootstrapError::Io {
-                context: "starting the rendezvous thread".into(),
-                source: e,
-            })?;
+            .map_err(|e| BootstrapError::io("starting the rendezvous thread", e))?;
     }
     Ok(Meeting {
         url,
@@ -140,106 +124,88 @@ fn serve(sock: OwnedFd, message: String, count: u32, deadline: Instant) {
     while served < count && Instant::now() < deadline {
         match rustix::net::accept_with(&sock, SocketFlags::CLOEXEC) {
             Ok(conn) => {
-                let mut f = std::fs::File::from(conn);
-                if f.write_all(message.as_bytes()).is_ok() {
-                    served += 1;
-                }
+                served += u32::from(
+                    std::fs::File::from(conn)
+                        .write_all(message.as_bytes())
+                        .is_ok(),
+                )
             }
             Err(Errno::AGAIN | Errno::INTR) => {
-                let mut fds = [rustix::event::PollFd::new(
-                    &sock,
-                    rustix::event::PollFlags::IN,
-                )];
-                let ts = rustix::time::Timespec {
+                let ts = Timespec {
                     tv_sec: 0,
                     tv_nsec: 20_000_000,
                 };
-                let _ = rustix::event::poll(&mut fds, Some(&ts));
+                let _ = rustix::event::poll(&mut [PollFd::new(&sock, PollFlags::IN)], Some(&ts));
             }
             Err(e) => {
-                tracing::warn!("rendezvous: accept failed: {e}");
+                tracing::debug!("rendezvous: accept failed: {e}");
                 break;
             }
         }
     }
     if served < count {
-        tracing::warn!(
+        tracing::debug!(
             "rendezvous: only {served} of {count} PEs collected the bootstrap address before the deadline"
         );
     }
 }
 
-fn listen_for(addr: SocketAddrUnix, timeout: Duration) -> Result<Meeting, BootstrapError> {
-    let deadline = Instant::now() + timeout;
+fn listen_for(addr: &SocketAddrUnix, deadline: Instant) -> Result<Meeting, BootstrapError> {
     let start = Instant::now();
     let sock = loop {
-        let sock = rustix::net::socket_with(
-            AddressFamily::UNIX,
-            SocketType::STREAM,
-            SocketFlags::CLOEXEC,
-            None,
-        )
-        .map_err(io_err("creating the rendezvous socket"))?;
-        match rustix::net::connect(&sock, &addr) {
+        let sock = unix_socket()?;
+        match rustix::net::connect(&sock, addr) {
             Ok(()) => break sock,
             Err(Errno::CONNREFUSED | Errno::NOENT | Errno::AGAIN) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(2));
             }
             Err(e) => {
-                return Err(BootstrapError::Connect {
-                    url: "the job-local rendezvous".into(),
-                    after: start.elapsed(),
-                    detail: format!(
-                        "PE 0 never announced its bootstrap address ({e}); is PE 0 running on this host? Otherwise set SHMEM_BOOTSTRAP_URL"
-                    ),
-                });
+                let m = format!(
+                    "PE 0 never announced its bootstrap address at the job-local rendezvous within {:.1} s; is PE 0 \
+                     running on this host? Otherwise set SHMEM_BOOTSTRAP_URL",
+                    start.elapsed().as_secs_f64()
+                );
+                return Err(BootstrapError::new(BootstrapErrorKind::Connect, m)
+                    .with_source(std::io::Error::from(e)));
             }
         }
     };
     let cred = rustix::net::sockopt::socket_peercred(&sock)
-        .map_err(io_err("reading the rendezvous peer's credentials"))?;
+        .map_err(|e| BootstrapError::io("reading the rendezvous peer's credentials", e))?;
     if cred.uid != rustix::process::getuid() {
-        return Err(BootstrapError::Invalid(format!(
+        return Err(BootstrapError::invalid(format!(
             "the job's rendezvous name is held by a process of user {}, not this user: refusing its announcement",
             cred.uid.as_raw()
         )));
     }
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1));
     let _ = rustix::net::sockopt::set_socket_timeout(
         &sock,
         rustix::net::sockopt::Timeout::Recv,
-        Some(
-            deadline
-                .saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1)),
-        ),
+        Some(left),
     );
     let mut text = String::new();
     std::fs::File::from(sock)
         .take(4096)
         .read_to_string(&mut text)
-        .map_err(|e| BootstrapError::Io {
-            context: "reading the rendezvous announcement".into(),
-            source: e,
-        })?;
+        .map_err(|e| BootstrapError::io("reading the rendezvous announcement", e))?;
     parse(&text).ok_or_else(|| {
-        BootstrapError::Protocol(format!("malformed rendezvous announcement {text:?}"))
+        BootstrapError::protocol(format!("malformed rendezvous announcement {text:?}"))
     })
 }
 
 fn parse(text: &str) -> Option<Meeting> {
     let mut lines = text.lines();
     (lines.next()? == GREETING).then_some(())?;
-    let url = crate::bootstrap::url::parse_url(lines.next()?).ok()?;
+    let url = parse_url(lines.next()?).ok()?;
     let secret = Secret::from_hex(lines.next()?)?;
     Some(Meeting {
         url,
         secret,
         listener: None,
     })
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -260,29 +226,32 @@ mod tests {
             .into_iter()
             .map(|t| t.join().unwrap().unwrap())
             .collect();
-        assert!(got[0].listener.is_some());
+        let port = got[0]
+            .listener
+            .as_ref()
+            .expect("PE 0 serves")
+            .local_addr()
+            .unwrap()
+            .port();
+        assert_eq!(got[0].url.port, port);
         for m in &got[1..] {
             assert!(m.listener.is_none());
-            assert_eq!(m.url, got[0].url);
-            assert_eq!(m.secret, got[0].secret);
+            assert_eq!((&m.url, m.secret), (&got[0].url, got[0].secret));
         }
-        assert_eq!(
-            got[0].url.port,
-            got[0]
-                .listener
-                .as_ref()
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port()
-        );
     }
 
     #[test]
     fn a_pe_without_pe_zero_gives_up_with_a_clear_error() {
         let key = format!("lonely-{}", rand::random::<u64>());
-        let e = meet(&key, 0, 3, 4, Duration::from_millis(100)).unwrap_err();
+        let t = Instant::now();
+        let e = meet(&key, 0, 3, 4, Duration::from_secs(1)).unwrap_err();
+        assert_eq!(e.kind(), &BootstrapErrorKind::Connect);
         assert!(e.to_string().contains("SHMEM_BOOTSTRAP_URL"), "{e}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            t.elapsed()
+        );
     }
 
     #[test]
@@ -294,5 +263,6 @@ mod tests {
         .unwrap();
         assert_eq!(m.url.port, 40000);
         assert!(parse("hello\n").is_none());
+        assert!(parse(&format!("{GREETING}\ntcp://127.0.0.1:40000\nzz\n")).is_none());
     }
 }

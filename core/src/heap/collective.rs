@@ -8,8 +8,9 @@ use shmem_backend::Pe;
 
 use super::Heap;
 use super::allocator::AllocError;
+use crate::bootstrap::allgather_records;
 use crate::error::{Error, Result};
-use crate::instance::{Instance, boot_error};
+use crate::instance::Instance;
 
 /// What each PE contributes to a collective allocation.
 #[repr(C)]
@@ -32,23 +33,7 @@ struct FreeRecord {
 
 /// Every PE's `mine`, indexed by PE, through the instance's bootstrap.
 fn allgather<T: Pod>(inst: &Instance, mine: &T) -> Result<Vec<T>> {
-    let all = inst
-        .inner
-        .boot
-        .allgather(bytemuck::bytes_of(mine))
-        .map_err(|e| inst.fail(boot_error(e)))?;
-    all.iter()
-        .enumerate()
-        .map(|(pe, b)| {
-            bytemuck::try_pod_read_unaligned(b).map_err(|_| {
-                Error::Inner(format!(
-                    "PE {pe} sent a record of {} bytes to a collective allocation, {} expected: the PEs are out of step",
-                    b.len(),
-                    std::mem::size_of::<T>()
-                ))
-            })
-        })
-        .collect()
+    allgather_records(&*inst.inner.boot, mine).map_err(|e| inst.fail(Error::from(e)))
 }
 
 impl Instance {

@@ -1,11 +1,13 @@
-//! The error type of [`shmem::mpi`](crate::mpi).
+//! The error type of this crate.
 
 use std::fmt;
+
+use shmem_dl::DlError;
 
 /// What kind of failure an [`MpiError`] is.
 ///
 /// ```
-/// use shmem::mpi::{Mpi, MpiErrorKind};
+/// use shmem_mpi::{Mpi, MpiErrorKind};
 ///
 /// match Mpi::get() {
 ///     Ok(_) => println!("Open MPI is installed"),
@@ -17,7 +19,7 @@ use std::fmt;
 #[non_exhaustive]
 pub enum MpiErrorKind {
     /// Open MPI's `libmpi` (or one of its symbols) could not be loaded, or the library found is
-    /// not Open MPI.
+    /// not Open MPI. The error's source says where it was looked for.
     Unavailable,
     /// An MPI call returned an error code ([`MpiError::code`] holds it).
     Failed,
@@ -27,20 +29,18 @@ pub enum MpiErrorKind {
     Usage,
 }
 
-/// An error from [`shmem::mpi`](crate::mpi): the MPI error code with its `MPI_Error_string`
-/// text, the loader's message, or the reason a call was refused.
-///
-/// Its `Display` text is complete: it names the MPI call and says what went wrong.
+/// An error from this crate: the MPI error code with its `MPI_Error_string` text, the
+/// loader's error (as [`source`](std::error::Error::source)), or the reason a call was refused.
 ///
 /// ```no_run
-/// use shmem::mpi::Mpi;
+/// use shmem_mpi::Mpi;
 ///
 /// let mpi = Mpi::get()?;
 /// if let Err(e) = mpi.world().barrier() {
 ///     // e.g. "MPI_Barrier: MPI is not initialised (call Mpi::init first)"
 ///     eprintln!("{e} (call {:?}, code {:?})", e.call(), e.code());
 /// }
-/// # Ok::<(), shmem::mpi::MpiError>(())
+/// # Ok::<(), shmem_mpi::MpiError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -49,52 +49,34 @@ pub struct MpiError {
     call: Option<&'static str>,
     code: Option<i32>,
     message: String,
+    #[source]
+    source: Option<Box<DlError>>,
 }
 
 impl MpiError {
     /// What kind of failure this is.
-    ///
-    /// ```
-    /// # use shmem::mpi::{Mpi, MpiErrorKind};
-    /// if let Err(e) = Mpi::get() {
-    ///     assert_eq!(e.kind(), MpiErrorKind::Unavailable);
-    /// }
-    /// ```
     pub fn kind(&self) -> MpiErrorKind {
         self.kind
     }
 
     /// The MPI error code, when an MPI call returned one.
-    ///
-    /// ```no_run
-    /// # use shmem::mpi::Mpi;
-    /// let e = Mpi::get()?.world().barrier().unwrap_err();
-    /// assert_eq!(e.code(), None); // refused before MPI: not initialised
-    /// # Ok::<(), shmem::mpi::MpiError>(())
-    /// ```
     pub fn code(&self) -> Option<i32> {
         self.code
     }
 
     /// The MPI function concerned (`"MPI_Barrier"`, ...), if any (none for loader errors).
-    ///
-    /// ```no_run
-    /// # use shmem::mpi::Mpi;
-    /// let e = Mpi::get()?.world().barrier().unwrap_err();
-    /// assert_eq!(e.call(), Some("MPI_Barrier"));
-    /// # Ok::<(), shmem::mpi::MpiError>(())
-    /// ```
     pub fn call(&self) -> Option<&'static str> {
         self.call
     }
 
     /// The library or a symbol could not be loaded.
-    pub(crate) fn unavailable(message: impl Into<String>) -> MpiError {
+    pub(crate) fn unavailable(message: impl Into<String>, source: DlError) -> MpiError {
         MpiError {
             kind: MpiErrorKind::Unavailable,
             call: None,
             code: None,
             message: message.into(),
+            source: Some(Box::new(source)),
         }
     }
 
@@ -105,6 +87,7 @@ impl MpiError {
             call: Some(call),
             code: Some(code),
             message: format!("{call} failed with MPI error {code}: {text}"),
+            source: None,
         }
     }
 
@@ -115,6 +98,18 @@ impl MpiError {
             call: Some(call),
             code: None,
             message: format!("{call}: {reason}"),
+            source: None,
+        }
+    }
+
+    /// `call` needs a function that the library lacks.
+    pub(crate) fn missing(call: &'static str, source: DlError) -> MpiError {
+        MpiError {
+            kind: MpiErrorKind::Unavailable,
+            call: Some(call),
+            code: None,
+            message: format!("{call} is not available in the loaded MPI library"),
+            source: Some(Box::new(source)),
         }
     }
 }

@@ -1,0 +1,347 @@
+//! `host:port` addresses: the one parser (of CANN's `ip_port` after its scheme, and of
+//! `SHMEM_UID_SESSION_ID`), the one resolver and the one bind helper of the bootstrap.
+//!
+//! The shapes are `HOST:PORT`, split at the last `:`, where `HOST` is a dotted IPv4 address or
+//! a host name of at most 253 characters out of `[A-Za-z0-9.-]`; and `[HOST]:PORT`, where
+//! `HOST` may also be an IPv6 address with an optional `%scope` (an interface name or index).
+//! `PORT` is decimal ASCII digits (no sign, no blanks) up to 65535; callers check its range
+//! and which hosts their syntax allows.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV6, TcpListener, ToSocketAddrs};
+
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
+
+use super::error::BootstrapError;
+
+/// `listen()` backlog of a bootstrap server (the kernel caps it at `somaxconn`).
+pub(crate) const BACKLOG: i32 = 4096;
+/// The longest host name CANN accepts.
+const MAX_HOSTNAME_LEN: usize = 253;
+/// The longest interface name Linux allows (`IFNAMSIZ - 1`).
+const MAX_IFNAME_LEN: usize = 15;
+
+/// The host part of an address.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Host {
+    /// A literal address.
+    Ip(IpAddr),
+    /// A host name, resolved when used.
+    Name(String),
+}
+
+/// A parsed `host:port` or `[host]:port`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HostPort {
+    /// The host.
+    pub(crate) host: Host,
+    /// The `%scope` of a bracketed IPv6 address.
+    pub(crate) scope: Option<String>,
+    /// The port, not range-checked.
+    pub(crate) port: u16,
+    /// Whether the host was in brackets.
+    pub(crate) bracketed: bool,
+}
+
+/// Parses `s`; `what` names it in messages and `v6_example` shows how an IPv6 address is
+/// written in this syntax.
+pub(crate) fn parse_host_port(
+    s: &str,
+    what: &str,
+    v6_example: &str,
+) -> Result<HostPort, BootstrapError> {
+    let err = |why: String| BootstrapError::address(format!("{what} {s:?} {why}"));
+    if s.is_empty() {
+        return Err(BootstrapError::address(format!("{what} is empty")));
+    }
+    let (host, port, bracketed) = match s.strip_prefix('[') {
+        Some(rest) => {
+            let (inside, after) = rest
+                .split_once(']')
+                .ok_or_else(|| err("has '[' without ']'".into()))?;
+            let port = match after.strip_prefix(':') {
+                Some(p) => p,
+                None if after.is_empty() => return Err(err("has no :port".into())),
+                None => {
+                    return Err(err(format!(
+                        "must look like {v6_example}: text follows ']'"
+                    )));
+                }
+            };
+            (inside, port, true)
+        }
+        None => {
+            let (host, port) = s
+                .rsplit_once(':')
+                .ok_or_else(|| err("has no :port".into()))?;
+            if host.contains(':') || host.contains('[') {
+                return Err(err(format!(
+                    "holds an IPv6 address, which needs brackets, as in {v6_example}"
+                )));
+            }
+            (host, port, false)
+        }
+    };
+    let (host, scope) = match host.split_once('%') {
+        Some((h, scope)) if bracketed => (h, Some(scope)),
+        _ => (host, None),
+    };
+    let host = if host.is_empty() {
+        return Err(err("has an empty host".into()));
+    } else if let Ok(a) = host.parse::<IpAddr>() {
+        Host::Ip(a)
+    } else if host.len() <= MAX_HOSTNAME_LEN
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+    {
+        Host::Name(host.to_owned())
+    } else {
+        return Err(err(format!(
+            "has host {host:?}, neither an IP address nor a host name of at most {MAX_HOSTNAME_LEN} characters \
+             out of [A-Za-z0-9.-]"
+        )));
+    };
+    if let Some(sc) = scope {
+        let name_ok = sc.len() <= MAX_IFNAME_LEN
+            && sc
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && b != b'/' && b != b'%');
+        let index_ok = sc.bytes().all(|b| b.is_ascii_digit()) && sc.parse::<u32>().is_ok();
+        if !matches!(host, Host::Ip(IpAddr::V6(_))) || sc.is_empty() || !(index_ok || name_ok) {
+            return Err(err(format!(
+                "has scope {sc:?}: only an IPv6 address takes a %scope, an interface name or index"
+            )));
+        }
+    }
+    let port = parse_port(port).ok_or_else(|| {
+        err(format!(
+            "has port {port:?}, not a decimal number up to 65535"
+        ))
+    })?;
+    Ok(HostPort {
+        host,
+        scope: scope.map(str::to_owned),
+        port,
+        bracketed,
+    })
+}
+
+/// A decimal port, strictly: ASCII digits only, the whole string, 0..=65535.
+pub(crate) fn parse_port(s: &str) -> Option<u16> {
+    if s.is_empty() || s.len() > 10 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<u32>().ok().and_then(|p| u16::try_from(p).ok())
+}
+
+/// The socket addresses of `hp`, in the order to try them: a literal address is itself (with
+/// its scope id); a name goes through the system resolver (`/etc/hosts`, DNS), IPv4
+/// addresses first, or only IPv6 ones when `v6_only`.
+pub(crate) fn resolve(hp: &HostPort, v6_only: bool) -> Result<Vec<SocketAddr>, BootstrapError> {
+    let mut addrs: Vec<SocketAddr> = match &hp.host {
+        Host::Ip(IpAddr::V6(a)) => {
+            let scope_id = match hp.scope.as_deref() {
+                None => 0,
+                Some(s) => match s.parse::<u32>() {
+                    Ok(i) => i,
+                    Err(_) => nix::net::if_::if_nametoindex(s).map_err(|e| {
+                        BootstrapError::address(format!(
+                            "scope {s:?} is not a network interface of this machine"
+                        ))
+                        .with_source(io::Error::from(e))
+                    })?,
+                },
+            };
+            vec![SocketAddr::V6(SocketAddrV6::new(*a, hp.port, 0, scope_id))]
+        }
+        Host::Ip(a) => vec![SocketAddr::new(*a, hp.port)],
+        Host::Name(n) => (n.as_str(), hp.port)
+            .to_socket_addrs()
+            .map_err(|e| {
+                BootstrapError::address(format!(
+                    "cannot resolve host {n:?}; use an IP address or a name in /etc/hosts"
+                ))
+                .with_source(e)
+            })?
+            .collect(),
+    };
+    if v6_only {
+        addrs.retain(SocketAddr::is_ipv6);
+    }
+    // Stable: keeps the resolver's order within each family.
+    addrs.sort_by_key(SocketAddr::is_ipv6);
+    addrs.dedup();
+    if addrs.is_empty() {
+        let family = if v6_only { "IPv6 " } else { "" };
+        return Err(BootstrapError::address(format!(
+            "host {:?} has no {family}address",
+            host_text(&hp.host)
+        )));
+    }
+    Ok(addrs)
+}
+
+fn host_text(h: &Host) -> String {
+    match h {
+        Host::Ip(a) => a.to_string(),
+        Host::Name(n) => n.clone(),
+    }
+}
+
+/// A TCP socket bound to `addr` (the exact address, never the wildcard one a caller did not
+/// name) with `SO_REUSEADDR`, so that a finalize→init loop can reuse the port, and
+/// close-on-exec; listening if `listen`.
+pub(crate) fn bind(addr: SocketAddr, listen: bool) -> io::Result<TcpListener> {
+    let family = if addr.is_ipv6() {
+        AddressFamily::INET6
+    } else {
+        AddressFamily::INET
+    };
+    let fd = rustix::net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+    rustix::net::sockopt::set_socket_reuseaddr(&fd, true)?;
+    rustix::net::bind(&fd, &addr)?;
+    if listen {
+        rustix::net::listen(&fd, BACKLOG)?;
+    }
+    Ok(TcpListener::from(fd))
+}
+
+/// `127.0.0.1`, for the servers of the job-local rendezvous.
+pub(crate) const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// Whether `ip` is link-local (IPv4 `169.254/16`, IPv6 `fe80::/10`).
+pub(crate) fn is_link_local(ip: &IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(a) => a.is_link_local(),
+        IpAddr::V6(a) => a.is_unicast_link_local(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> HostPort {
+        parse_host_port(s, "address", "[::1]:2000").unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    }
+
+    fn err(s: &str) -> String {
+        let e = parse_host_port(s, "address", "[::1]:2000").expect_err(s);
+        assert_eq!(e.kind(), &super::super::BootstrapErrorKind::Address);
+        e.to_string()
+    }
+
+    #[test]
+    fn shapes() {
+        let hp = ok("127.0.0.1:5000");
+        assert_eq!(
+            (hp.host, hp.port, hp.bracketed),
+            (Host::Ip(LOOPBACK), 5000, false)
+        );
+        assert_eq!(
+            ok("node-01.cluster.local:02000").host,
+            Host::Name("node-01.cluster.local".into())
+        );
+        assert_eq!(ok("node-01.cluster.local:02000").port, 2000);
+        let hp = ok("[fe80::1%eth0]:7000");
+        assert_eq!((hp.scope.as_deref(), hp.bracketed), (Some("eth0"), true));
+        assert_eq!(ok("[fe80::1%3]:7000").scope.as_deref(), Some("3"));
+        assert_eq!(ok("[localhost]:1").host, Host::Name("localhost".into()));
+        assert!(parse_host_port(&format!("{}:1", "a".repeat(253)), "a", "").is_ok());
+    }
+
+    #[test]
+    fn rejections_say_why() {
+        assert!(err("").contains("empty"));
+        for s in ["127.0.0.1", "[::1]"] {
+            assert!(err(s).contains("no :port"), "{s}");
+        }
+        for s in ["::1:2000", "a:b:2000", "tcp://x:1"] {
+            assert!(
+                err(s).contains("needs brackets, as in [::1]:2000"),
+                "{s}: {}",
+                err(s)
+            );
+        }
+        assert!(err("[::1:2000").contains("without ']'"));
+        assert!(err("[::1]x:2000").contains("text follows"));
+        assert!(err(":2000").contains("empty host") && err("[]:2000").contains("empty host"));
+        for s in ["ho st:1", "ho_st:1", "hôst:1", "1.2.3.4%eth0:1"] {
+            assert!(err(s).contains("neither an IP address"), "{s}: {}", err(s));
+        }
+        assert!(err(&format!("{}:1", "a".repeat(254))).contains("253"));
+        for s in [
+            "[fe80::1%]:1",
+            "[fe80::1%a/b]:1",
+            "[fe80::1%averyveryverylongname]:1",
+            "[1.2.3.4%2]:1",
+        ] {
+            assert!(err(s).contains("%scope"), "{s}");
+        }
+        for p in [
+            "65536",
+            "",
+            "+2000",
+            "-2000",
+            " 2000",
+            "2000 ",
+            "20a0",
+            "0x800",
+            "99999999999999",
+        ] {
+            assert!(
+                err(&format!("h:{p}")).contains("not a decimal number"),
+                "{p:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn resolution_orders_families() {
+        assert_eq!(
+            resolve(&ok("127.0.0.1:5000"), false).unwrap(),
+            vec!["127.0.0.1:5000".parse().unwrap()]
+        );
+        let v = resolve(&ok("localhost:5000"), false).expect("localhost resolves");
+        assert!(
+            v[0].is_ipv4() && v.iter().all(|a| a.port() == 5000 && a.ip().is_loopback()),
+            "{v:?}"
+        );
+        let first_v6 = v.iter().position(SocketAddr::is_ipv6).unwrap_or(v.len());
+        assert!(
+            v[first_v6..].iter().all(SocketAddr::is_ipv6),
+            "IPv4 first: {v:?}"
+        );
+        match resolve(&ok("[localhost]:5000"), true) {
+            Ok(v) => assert!(v.iter().all(SocketAddr::is_ipv6), "{v:?}"),
+            Err(e) => assert!(e.to_string().contains("no IPv6 address"), "{e}"),
+        }
+        let v = resolve(&ok("[fe80::1%lo]:5000"), false).expect("lo exists");
+        assert!(matches!(v[0], SocketAddr::V6(a) if a.scope_id() != 0));
+        let e = resolve(&ok("[fe80::1%nonexistent0]:5000"), false).unwrap_err();
+        assert!(
+            e.to_string().contains("nonexistent0") && std::error::Error::source(&e).is_some(),
+            "{e}"
+        );
+        let e = resolve(&ok("no-such-host.invalid:5000"), false).unwrap_err();
+        assert!(
+            e.to_string().contains("cannot resolve") && std::error::Error::source(&e).is_some(),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bind_reuses_and_listens_on_request() {
+        let l = bind("127.0.0.1:0".parse().unwrap(), false).expect("bind");
+        assert!(
+            !rustix::net::sockopt::socket_acceptconn(&l).unwrap(),
+            "bound, not listening"
+        );
+        let a = l.local_addr().unwrap();
+        drop(l);
+        let l = bind(a, true).expect("rebind the same port");
+        assert!(rustix::net::sockopt::socket_acceptconn(&l).unwrap());
+        assert!(bind(a, true).is_err(), "the port is taken while listening");
+    }
+}
