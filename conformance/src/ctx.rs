@@ -125,8 +125,8 @@ impl Ctx {
     pub fn attrs(&self, local_mem_size: u64) -> Attributes {
         let mut a = Attributes::from_env().expect("a conformance PE runs under the launcher");
         a.local_mem_size = local_mem_size;
-        a.options.shm_init_timeout = 30;
-        a.options.control_operation_timeout = 30;
+        a.init_timeout = std::time::Duration::from_secs(30);
+        a.op_timeout = std::time::Duration::from_secs(30);
         a
     }
 

@@ -126,15 +126,15 @@ fn rand_u16() -> u16 {
 fn attrs(id: u64, members: &[u32], me: u32, range: &str) -> Option<Attributes> {
     let rank = members.iter().position(|&p| p == me)?;
     let mut a = Attributes::new(
-        rank as i32,
-        members.len() as i32,
+        rank as u32,
+        members.len() as u32,
         "tcp://127.0.0.1:0",
         4 << 20,
     );
     a.instance_id = id;
     a.port_range = Some(range.to_string());
-    a.options.shm_init_timeout = 30;
-    a.options.control_operation_timeout = 30;
+    a.init_timeout = std::time::Duration::from_secs(30);
+    a.op_timeout = std::time::Duration::from_secs(30);
     Some(a)
 }
 

@@ -1,5 +1,8 @@
 //! Init attributes, mirroring CANN's `aclshmemx_init_attr_t`, and their validation.
 
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::sync::Arc;
 use std::time::Duration;
 
 use shmem_backend::Limits;
@@ -9,8 +12,8 @@ use crate::error::{Error, Result};
 
 /// CANN's `ACLSHMEM_MAX_IP_PORT_LEN`: `ip_port` holds at most 63 characters.
 pub const MAX_IP_PORT_LEN: usize = 64;
-/// CANN's default for the three timeouts, in seconds.
-pub const DEFAULT_TIMEOUT: u32 = 120;
+/// CANN's default for the init and operation timeouts (`DEFAULT_TIMEOUT`, 120 s).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// CANN's `ACLSHMEM_EXTRA_SIZE`: the reserved area every heap has beyond `local_mem_size`.
 pub const EXTRA_SIZE: u64 = 6 << 20;
 
@@ -27,37 +30,46 @@ pub mod engine {
     pub const UDMA: u32 = 0x08;
 }
 
-/// The optional attributes (`aclshmem_init_optional_attr_t`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OptionalAttributes {
-    /// CANN's struct version, `(1 << 16) + sizeof(aclshmem_init_optional_attr_t)`.
-    pub version: i32,
-    /// Which data engines to use (bits of [`engine`]).
-    pub data_op_engine_type: u32,
-    /// Seconds to wait at init for every PE to arrive (must not be 0).
-    pub shm_init_timeout: u32,
-    /// Seconds for shared-memory creation. CANN never reads it; neither do we.
-    pub shm_create_timeout: u32,
-    /// Seconds every later bootstrap operation may take (must not be 0).
-    pub control_operation_timeout: u32,
-    /// A TCP socket already bound to `ip_port` that PE 0 serves on (`> 0`), as a launcher or a
-    /// unique id provides; `0` lets the library bind. The library duplicates the descriptor, so
-    /// the caller keeps its own.
-    pub sock_fd: i32,
-}
+/// A TCP socket already bound (and perhaps listening) at `ip_port` that PE 0's bootstrap
+/// server serves on, instead of binding the address itself: what a launcher hands over
+/// (`shmemrun`'s inherited socket) and what CANN's `sock_fd` names. Shared, so that the
+/// attributes stay cheap to clone; two are equal when they are the same socket.
+#[derive(Clone, Debug)]
+pub struct Listener(Arc<TcpListener>);
 
-impl Default for OptionalAttributes {
-    fn default() -> Self {
-        OptionalAttributes {
-            version: (1 << 16) + 24,
-            data_op_engine_type: engine::MTE,
-            shm_init_timeout: DEFAULT_TIMEOUT,
-            shm_create_timeout: DEFAULT_TIMEOUT,
-            control_operation_timeout: DEFAULT_TIMEOUT,
-            sock_fd: 0,
+impl Listener {
+    /// Wraps a bound socket.
+    pub fn new(socket: TcpListener) -> Listener {
+        Listener(Arc::new(socket))
+    }
+
+    /// Duplicates the descriptor `fd` (the caller keeps its own), after checking that it is a
+    /// socket; init checks that it is a TCP socket bound to `ip_port`'s port.
+    pub fn from_fd(fd: BorrowedFd<'_>) -> Result<Listener> {
+        let raw = fd.as_raw_fd();
+        let bad = |why: String| Error::InvalidValue(format!("sock_fd {raw} {why}"));
+        let owned = rustix::io::fcntl_dupfd_cloexec(fd, 0)
+            .map_err(|e| bad(format!("cannot be duplicated: {e}")))?;
+        let stat = rustix::fs::fstat(&owned).map_err(|e| bad(e.to_string()))?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Socket {
+            return Err(bad("is not a socket".into()));
         }
+        Ok(Listener::new(TcpListener::from(owned)))
+    }
+
+    /// A descriptor of its own for the server.
+    pub(crate) fn socket(&self) -> std::io::Result<TcpListener> {
+        self.0.try_clone()
     }
 }
+
+impl PartialEq for Listener {
+    fn eq(&self, other: &Listener) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Listener {}
 
 /// Which transport an instance uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,12 +182,13 @@ pub enum InitMode {
     JobLocal(String),
 }
 
-/// The attributes an instance is created with (`aclshmemx_init_attr_t`).
+/// The attributes an instance is created with: CANN's `aclshmemx_init_attr_t` in Rust types
+/// (the C ABI converts the C struct, with its signed PEs, `sock_fd` and version fields).
 ///
 /// ```
 /// use shmem::Attributes;
 /// let attrs = Attributes::new(0, 2, "tcp://127.0.0.1:42000", 32 << 20);
-/// assert_eq!(attrs.options.shm_init_timeout, 120);
+/// assert_eq!(attrs.init_timeout.as_secs(), 120);
 /// assert!(attrs.validate().is_ok());
 /// let bad = Attributes { my_pe: 2, ..attrs };
 /// assert_eq!(bad.validate().unwrap_err().code(), shmem::Code::InvalidParam);
@@ -183,18 +196,25 @@ pub enum InitMode {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Attributes {
     /// This PE's number inside the instance.
-    pub my_pe: i32,
+    pub my_pe: u32,
     /// The number of PEs of the instance.
-    pub n_pes: i32,
+    pub n_pes: u32,
     /// PE 0's bootstrap address, `tcp://host:port` or `tcp6://[host]:port`.
     pub ip_port: String,
     /// Bytes of symmetric heap per PE, a multiple of 2 MiB; the heap gets 6 MiB more for
     /// CANN's reserved area.
     pub local_mem_size: u64,
-    /// The optional attributes.
-    pub options: OptionalAttributes,
     /// The instance to create: 0 is the default instance, 1..=255 the others.
     pub instance_id: u64,
+    /// Which data engines to use (`data_op_engine_type`: bits of [`engine`]).
+    pub engines: u32,
+    /// How long init may wait for every PE to arrive (`shm_init_timeout`; not zero).
+    pub init_timeout: Duration,
+    /// How long every later bootstrap operation may take (`control_operation_timeout`; not
+    /// zero).
+    pub op_timeout: Duration,
+    /// A socket PE 0 serves on instead of binding `ip_port` itself (CANN's `sock_fd`).
+    pub listener: Option<Listener>,
     /// Which transport to use; `None` reads `SHMEM_BACKEND` and falls back to the simulator.
     pub backend: Option<Backend>,
     /// The job secret to present at the bootstrap; `None` uses [`Secret::CANN_MAGIC`].
@@ -207,14 +227,17 @@ pub struct Attributes {
 
 impl Attributes {
     /// Attributes with CANN's defaults for everything but the four required fields.
-    pub fn new(my_pe: i32, n_pes: i32, ip_port: &str, local_mem_size: u64) -> Attributes {
+    pub fn new(my_pe: u32, n_pes: u32, ip_port: &str, local_mem_size: u64) -> Attributes {
         Attributes {
             my_pe,
             n_pes,
             ip_port: ip_port.to_string(),
             local_mem_size,
-            options: OptionalAttributes::default(),
             instance_id: 0,
+            engines: engine::MTE,
+            init_timeout: DEFAULT_TIMEOUT,
+            op_timeout: DEFAULT_TIMEOUT,
+            listener: None,
             backend: None,
             secret: None,
             port_range: None,
@@ -223,18 +246,18 @@ impl Attributes {
     }
 
     /// The attributes of PE `my_pe` of `n_pes` meeting through `uid`, with CANN's defaults
-    /// for the rest (`aclshmemx_set_attr_uniqueid_args`): `local_mem_size` above 40 GiB,
-    /// `n_pes` above 16384 or `my_pe` of 16384 or more are `INVALID_VALUE`, as in CANN; the
-    /// other checks happen at init.
+    /// for the rest (`aclshmemx_set_attr_uniqueid_args`); init checks them.
     pub fn with_unique_id(
-        my_pe: i32,
-        n_pes: i32,
-        local_mem_size: i64,
+        my_pe: u32,
+        n_pes: u32,
+        local_mem_size: u64,
         uid: &UniqueId,
-    ) -> Result<Attributes> {
-        let mut a = Attributes::new(0, 0, "", 0);
-        crate::bootstrap::uid::set_attr_uniqueid_args(my_pe, n_pes, local_mem_size, uid, &mut a)?;
-        Ok(a)
+    ) -> Attributes {
+        Attributes {
+            secret: Some(uid.secret()),
+            mode: InitMode::UniqueId(*uid),
+            ..Attributes::new(my_pe, n_pes, "", local_mem_size)
+        }
     }
 
     /// Checks the attributes as CANN's `check_attr` does, in the same order and with the same
@@ -246,20 +269,10 @@ impl Attributes {
     }
 
     pub(crate) fn validate_against(&self, limits: &Limits) -> Result<()> {
-        let o = &self.options;
-        if self.my_pe < 0 {
-            return Err(Error::InvalidValue(format!(
-                "my_pe {} is negative",
-                self.my_pe
-            )));
+        if self.n_pes == 0 {
+            return Err(Error::InvalidValue("n_pes must be positive".into()));
         }
-        if self.n_pes <= 0 {
-            return Err(Error::InvalidValue(format!(
-                "n_pes {} must be positive",
-                self.n_pes
-            )));
-        }
-        if self.n_pes as u32 > limits.max_pes {
+        if self.n_pes > limits.max_pes {
             return Err(Error::InvalidValue(format!(
                 "n_pes {} exceeds the maximum of {} PEs",
                 self.n_pes, limits.max_pes
@@ -280,16 +293,16 @@ impl Attributes {
                 self.local_mem_size, limits.max_local_mem
             )));
         }
-        if o.shm_init_timeout == 0 {
+        if self.init_timeout.is_zero() {
             return Err(Error::InvalidValue("shm_init_timeout is 0".into()));
         }
-        if o.control_operation_timeout == 0 {
+        if self.op_timeout.is_zero() {
             return Err(Error::InvalidValue("control_operation_timeout is 0".into()));
         }
-        if o.data_op_engine_type == 0 || o.data_op_engine_type & !0xF != 0 {
+        if self.engines == 0 || self.engines & !0xF != 0 {
             return Err(Error::InvalidValue(format!(
                 "data_op_engine_type {:#x} is not a combination of MTE, SDMA, ROCE and UDMA",
-                o.data_op_engine_type
+                self.engines
             )));
         }
         if !self
@@ -344,16 +357,6 @@ impl Attributes {
         Ok(crate::bootstrap::url::default_address(self)?.to_string())
     }
 
-    /// `shm_init_timeout` as a duration.
-    pub(crate) fn init_timeout(&self) -> Duration {
-        Duration::from_secs(u64::from(self.options.shm_init_timeout))
-    }
-
-    /// `control_operation_timeout` as a duration.
-    pub(crate) fn op_timeout(&self) -> Duration {
-        Duration::from_secs(u64::from(self.options.control_operation_timeout))
-    }
-
     /// The heap size: `local_mem_size` plus the reserved area.
     pub(crate) fn heap_size(&self) -> u64 {
         self.local_mem_size + EXTRA_SIZE
@@ -374,11 +377,9 @@ mod tests {
     }
 
     #[test]
-    fn cann_check_attr_table() {
+    fn checks_and_codes() {
         assert!(ok().validate().is_ok());
-        assert_eq!(code(Attributes { my_pe: -1, ..ok() }), Code::InvalidValue);
         assert_eq!(code(Attributes { n_pes: 0, ..ok() }), Code::InvalidValue);
-        assert_eq!(code(Attributes { n_pes: -3, ..ok() }), Code::InvalidValue);
         assert_eq!(
             code(Attributes {
                 n_pes: 16385,
@@ -402,28 +403,36 @@ mod tests {
             }),
             Code::InvalidValue
         );
-        let mut a = ok();
-        a.options.shm_init_timeout = 0;
-        assert_eq!(code(a), Code::InvalidValue);
-        let mut a = ok();
-        a.options.control_operation_timeout = 0;
-        assert_eq!(code(a), Code::InvalidValue);
+        let zero = Duration::ZERO;
+        assert_eq!(
+            code(Attributes {
+                init_timeout: zero,
+                ..ok()
+            }),
+            Code::InvalidValue
+        );
+        assert_eq!(
+            code(Attributes {
+                op_timeout: zero,
+                ..ok()
+            }),
+            Code::InvalidValue
+        );
         for bad in [0, 0x10, 0x11] {
-            let mut a = ok();
-            a.options.data_op_engine_type = bad;
-            assert_eq!(code(a), Code::InvalidValue, "engine {bad:#x}");
+            assert_eq!(
+                code(Attributes {
+                    engines: bad,
+                    ..ok()
+                }),
+                Code::InvalidValue,
+                "engine {bad:#x}"
+            );
         }
-        let mut a = ok();
-        a.options.data_op_engine_type = engine::MTE | engine::ROCE;
+        let a = Attributes {
+            engines: engine::MTE | engine::ROCE,
+            ..ok()
+        };
         assert!(a.validate().is_ok());
-        // The shm_create_timeout is never checked, as in CANN.
-        let mut a = ok();
-        a.options.shm_create_timeout = 0;
-        assert!(a.validate().is_ok());
-    }
-
-    #[test]
-    fn cann_order_of_checks() {
         // my_pe >= n_pes is checked before local_mem_size, as in CANN.
         assert_eq!(
             code(Attributes {
@@ -433,15 +442,6 @@ mod tests {
             }),
             Code::InvalidParam
         );
-        // A negative my_pe is reported before an invalid n_pes.
-        let e = Attributes {
-            my_pe: -1,
-            n_pes: 0,
-            ..ok()
-        }
-        .validate()
-        .unwrap_err();
-        assert!(e.to_string().contains("my_pe"), "{e}");
     }
 
     #[test]

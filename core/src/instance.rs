@@ -175,14 +175,14 @@ impl Instance {
         let heap = Heap::new(heap_size).map_err(|e| Error::Memory(e.to_string()))?;
         raise_descriptor_limit();
         let claim: Claim<'_, Inner> = INSTANCES.claim(attrs.instance_id)?;
-        let (my_pe, n_pes) = (attrs.my_pe as u32, attrs.n_pes as u32);
+        let (my_pe, n_pes) = (attrs.my_pe, attrs.n_pes);
         let boot: Arc<dyn Bootstrap> = bootstrap::join(attrs)?.into();
         let spec = SegmentSpec {
             my_pe,
             n_pes,
             size,
             label: format!("i{}-pe{}", attrs.instance_id, my_pe),
-            attach_timeout: attrs.op_timeout(),
+            attach_timeout: attrs.op_timeout,
             caps,
             watchdog: Arc::new(InstanceWatchdog {
                 boot: boot.clone(),

@@ -21,7 +21,7 @@
 
 use shmem_sim::launcher::env as launcher_env;
 
-use crate::attr::{Attributes, InitMode, Secret};
+use crate::attr::{Attributes, InitMode, Listener, Secret};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::settings;
@@ -134,7 +134,12 @@ impl Attributes {
         if attrs.my_pe == 0
             && let Some(fd) = var(launcher_env::BOOTSTRAP_FD)
         {
-            attrs.options.sock_fd = parse(launcher_env::BOOTSTRAP_FD, &fd)?;
+            let fd: i32 = parse(launcher_env::BOOTSTRAP_FD, &fd)?;
+            // SAFETY: the launcher leaves this descriptor open for the life of the PE (its
+            // contract for SHMEMRUN_BOOTSTRAP_FD); it is only duplicated here, and a closed or
+            // bogus number makes the duplication fail with EBADF.
+            let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            attrs.listener = Some(Listener::from_fd(borrowed)?);
         }
         Ok(attrs)
     }

@@ -46,8 +46,8 @@ mod team;
 
 pub use amo::{AmoBitwise, AmoStandard, AmoType};
 pub use attr::{
-    Attributes, Backend, DEFAULT_TIMEOUT, EXTRA_SIZE, InitMode, MAX_IP_PORT_LEN,
-    OptionalAttributes, Secret, UniqueId, engine,
+    Attributes, Backend, DEFAULT_TIMEOUT, EXTRA_SIZE, InitMode, Listener, MAX_IP_PORT_LEN, Secret,
+    UniqueId, engine,
 };
 pub use bootstrap::{BootstrapError, BootstrapErrorKind, RefuseReason};
 pub use coll::{Complex32, Complex64, ReduceOp, Reducible};

@@ -106,10 +106,10 @@ fn multi_instance(
     results: &mut BTreeMap<String, f64>,
 ) -> Result<(), shmem::Error> {
     let me = world.my_pe();
-    let n = world.n_pes() as i32;
+    let n = world.n_pes();
     let range = std::env::var(RANGE_VAR).unwrap_or_else(|_| "21000:21300".into());
     let attrs = |id: u64| {
-        let mut a = shmem::Attributes::new(me as i32, n, "tcp://127.0.0.1:0", 2 << 20);
+        let mut a = shmem::Attributes::new(me, n, "tcp://127.0.0.1:0", 2 << 20);
         a.instance_id = id;
         a.port_range = Some(range.clone());
         a

@@ -80,15 +80,15 @@ pub(crate) fn attrs_for(ctx: &Ctx, id: u64, members: &[u32]) -> Option<Attribute
     let rank = members.iter().position(|&p| p == ctx.pe)?;
     let (first, count) = ctx.ports();
     let mut a = Attributes::new(
-        rank as i32,
-        members.len() as i32,
+        rank as u32,
+        members.len() as u32,
         "tcp://127.0.0.1:0",
         2 << 20,
     );
     a.instance_id = id;
     a.port_range = Some(format!("{first}:{}", first + count - 1));
-    a.options.shm_init_timeout = 30;
-    a.options.control_operation_timeout = 30;
+    a.init_timeout = std::time::Duration::from_secs(30);
+    a.op_timeout = std::time::Duration::from_secs(30);
     Some(a)
 }
 
@@ -696,9 +696,9 @@ fn unique_id_instances(ctx: &Ctx) -> Outcome {
     let mut live = Vec::new();
     for id in [1u64, 2] {
         let uid = broadcast_uid(&world, first + 100 + id as u16)?;
-        let mut a = Attributes::with_unique_id(ctx.pe as i32, ctx.n_pes as i32, 2 << 20, &uid)?;
+        let mut a = Attributes::with_unique_id(ctx.pe, ctx.n_pes, 2 << 20, &uid);
         a.instance_id = id;
-        a.options.shm_init_timeout = 30;
+        a.init_timeout = std::time::Duration::from_secs(30);
         live.push(Instance::init(&a)?);
     }
     for inst in &live {
@@ -727,7 +727,7 @@ fn unique_id_env(ctx: &Ctx) -> Outcome {
     world.barrier_all()?;
     let uid = shmem::UniqueId::from_bytes(&cell.as_slice().to_vec(ctx.pe)?)
         .map_err(|e| Failure(e.to_string()))?;
-    let mut a = Attributes::with_unique_id(ctx.pe as i32, ctx.n_pes as i32, 2 << 20, &uid)?;
+    let mut a = Attributes::with_unique_id(ctx.pe, ctx.n_pes, 2 << 20, &uid);
     a.instance_id = 3;
     let inst = Instance::init(&a)?;
     ring_check(&inst, 3)?;
@@ -803,7 +803,7 @@ fn under_mpirun_mpi(ctx: &Ctx) -> Outcome {
         .split(ctx.pe.is_multiple_of(2).then_some(0), ctx.pe as i32)
         .map_err(|e| Failure(e.to_string()))?;
     let base = |id: u64, my_pe: u32, n: u32| {
-        let mut a = Attributes::new(my_pe as i32, n as i32, "", 2 << 20);
+        let mut a = Attributes::new(my_pe, n, "", 2 << 20);
         a.instance_id = id;
         a
     };

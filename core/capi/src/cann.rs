@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
 use shmem::{Attributes, Error, IdState, InitMode, Instance, Result};
+use shmem_backend::Limits;
 
 /// `ACLSHMEMX_INIT_WITH_DEFAULT`.
 pub const INIT_WITH_DEFAULT: u32 = 1 << 0;
@@ -159,7 +160,12 @@ pub fn instance_ctx_set(id: u64) -> Result<()> {
 }
 
 /// Fills `attrs` for PE `my_pe` of `n_pes` meeting through `uid`
-/// (`aclshmemx_set_attr_uniqueid_args`); see [`Attributes::with_unique_id`].
+/// (`aclshmemx_set_attr_uniqueid_args`): checks, in CANN's order, `local_mem_size <= 40 GiB`,
+/// `n_pes <= 16384` and `my_pe < 16384` (each failure is `INVALID_VALUE`, as in CANN), then
+/// stores the PEs, the size, the id's secret and the unique-id mode in `attrs`; `ip_port` and
+/// the rest are left as they are. CANN lets negative values pass here and rejects them at
+/// init with `INVALID_VALUE`; the Rust attributes cannot hold them, so they are rejected here,
+/// with the same code.
 pub fn set_attr_uniqueid_args(
     my_pe: i32,
     n_pes: i32,
@@ -167,12 +173,30 @@ pub fn set_attr_uniqueid_args(
     uid: &shmem::UniqueId,
     attrs: &mut Attributes,
 ) -> Result<()> {
-    let a = Attributes::with_unique_id(my_pe, n_pes, local_mem_size, uid)
-        .inspect_err(|e| tracing::error!("{e}"))?;
-    (attrs.my_pe, attrs.n_pes, attrs.local_mem_size) = (a.my_pe, a.n_pes, a.local_mem_size);
-    attrs.secret = a.secret;
-    attrs.mode = a.mode;
-    Ok(())
+    let (max_mem, max_pes) = (Limits::CANN.max_local_mem, Limits::CANN.max_pes);
+    let problem = if i128::from(local_mem_size) > i128::from(max_mem) {
+        format!("local_mem_size {local_mem_size} exceeds the maximum of {max_mem} bytes (40 GiB)")
+    } else if i64::from(n_pes) > i64::from(max_pes) {
+        format!("n_pes {n_pes} exceeds the maximum of {max_pes} PEs")
+    } else if i64::from(my_pe) >= i64::from(max_pes) {
+        format!("my_pe {my_pe} must be below the maximum of {max_pes} PEs")
+    } else if my_pe < 0 || n_pes < 0 {
+        format!("my_pe {my_pe} and n_pes {n_pes} must not be negative")
+    } else {
+        let a = Attributes::with_unique_id(
+            my_pe as u32,
+            n_pes as u32,
+            // C's int64_t to uint64_t: a negative size wraps, and init rejects it as too large.
+            local_mem_size as u64,
+            uid,
+        );
+        (attrs.my_pe, attrs.n_pes, attrs.local_mem_size) = (a.my_pe, a.n_pes, a.local_mem_size);
+        (attrs.secret, attrs.mode) = (a.secret, a.mode);
+        return Ok(());
+    };
+    let e = Error::InvalidValue(problem);
+    tracing::error!("aclshmemx_set_attr_uniqueid_args: {e}");
+    Err(e)
 }
 
 /// The id of the active instance (`aclshmemx_instance_ctx_get()->id`).
@@ -410,4 +434,49 @@ pub fn sync(handle: i32) -> Result<()> {
 /// `aclshmem_sync_all`.
 pub fn sync_all() -> Result<()> {
     barrier_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shmem::Code;
+
+    #[test]
+    fn set_attr_uniqueid_args_checks_as_cann() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let uid = shmem::UniqueId::with_session(&format!("127.0.0.1:{port}")).expect("a unique id");
+        let set = |pe, n, size| {
+            let mut a = Attributes::new(0, 1, "tcp://127.0.0.1:2000", 2 << 20);
+            set_attr_uniqueid_args(pe, n, size, &uid, &mut a).map(|()| a)
+        };
+        let a = set(1, 4, 2 << 20).unwrap();
+        assert_eq!((a.my_pe, a.n_pes, a.local_mem_size), (1, 4, 2 << 20));
+        assert_eq!(a.mode, InitMode::UniqueId(uid));
+        assert_eq!(a.ip_port, "tcp://127.0.0.1:2000", "left as it was");
+        assert!(set(0, 16384, 40 << 30).is_ok() && set(16383, 16384, 0).is_ok());
+        let err = |pe, n, size| set(pe, n, size).unwrap_err();
+        assert_eq!(err(0, 2, (40 << 30) + 1).code(), Code::InvalidValue);
+        assert!(err(0, 2, i64::MAX).to_string().contains("local_mem_size"));
+        let e = err(0, 16385, 2 << 20).to_string();
+        assert!(
+            e.contains("n_pes 16385 exceeds the maximum of 16384"),
+            "{e}"
+        );
+        assert!(err(16384, 16384, 2 << 20).to_string().contains("my_pe"));
+        // CANN's order: memory first, then n_pes, then my_pe.
+        assert!(
+            err(20000, 20000, i64::MAX)
+                .to_string()
+                .contains("local_mem_size")
+        );
+        assert!(err(20000, 20000, 0).to_string().contains("n_pes"));
+        assert_eq!(err(-1, 2, 2 << 20).code(), Code::InvalidValue);
+        // A negative size wraps, as C's conversion does, and init rejects it.
+        let a = set(0, 1, -1).unwrap();
+        assert_eq!(a.local_mem_size, u64::MAX);
+        assert_eq!(a.validate().unwrap_err().code(), Code::InvalidValue);
+    }
 }

@@ -30,7 +30,6 @@ pub(crate) mod uid;
 pub(crate) mod url;
 
 use std::net::TcpListener;
-use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
 use bytemuck::Pod;
@@ -39,7 +38,7 @@ pub use error::{BootstrapError, BootstrapErrorKind, RefuseReason};
 pub use uid::UniqueId;
 
 pub(crate) use crate::attr::Secret;
-use crate::attr::{Attributes, InitMode};
+use crate::attr::{Attributes, InitMode, Listener};
 use server::ServerParams;
 use store::{StoreBootstrap, StoreConfig};
 
@@ -94,8 +93,8 @@ pub(crate) fn allgather_records<T: Pod>(
 /// are validated already). Failures to meet are marked [`BootstrapError::during_init`];
 /// a bad address, unique id or `sock_fd` is not.
 pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapError> {
-    let (my_pe, n_pes, id) = (attrs.my_pe as u32, attrs.n_pes as u32, attrs.instance_id);
-    let init_timeout = attrs.init_timeout();
+    let (my_pe, n_pes, id) = (attrs.my_pe, attrs.n_pes, attrs.instance_id);
+    let init_timeout = attrs.init_timeout;
     let (url, listener, secret) = match &attrs.mode {
         InitMode::Mpi(comm) => {
             let b =
@@ -104,11 +103,9 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
         }
         InitMode::Default => {
             let url = url::default_address(attrs)?;
-            let fd = attrs.options.sock_fd;
-            let listener = if my_pe == 0 && fd > 0 {
-                Some(prebound_listener(fd, url.port)?)
-            } else {
-                None
+            let listener = match &attrs.listener {
+                Some(l) if my_pe == 0 => Some(prebound_listener(l, url.port)?),
+                _ => None,
             };
             (url, listener, attrs.secret.unwrap_or(Secret::CANN_MAGIC))
         }
@@ -126,7 +123,7 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
             (m.url, m.listener, m.secret)
         }
     };
-    let op_timeout = attrs.op_timeout();
+    let op_timeout = attrs.op_timeout;
     let job = ServerParams {
         n_pes,
         instance_id: id,
@@ -145,22 +142,14 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
     ))
 }
 
-/// Duplicates CANN's `sock_fd`, the pre-bound socket PE 0 serves on, after checking that it
-/// is a TCP socket bound to `port`.
-fn prebound_listener(fd: i32, port: u16) -> Result<TcpListener, BootstrapError> {
-    let bad = |why: String| BootstrapError::invalid(format!("sock_fd {fd} {why}"));
-    // SAFETY: CANN's contract for `sock_fd`: the caller passes an open socket and keeps it
-    // open during init. We only duplicate it (the caller keeps its descriptor); a closed or
-    // bogus number makes the duplication fail with EBADF.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    let owned = rustix::io::fcntl_dupfd_cloexec(borrowed, 0)
-        .map_err(|e| bad(format!("is not an open descriptor: {e}")))?;
-    let stat = rustix::fs::fstat(owned.as_fd()).map_err(|e| bad(e.to_string()))?;
-    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Socket {
-        return Err(bad("is not a socket".into()));
-    }
-    let listener = TcpListener::from(owned);
-    let bound = listener
+/// A socket of its own on the pre-bound `listener` PE 0 serves on, after checking that it is
+/// a TCP socket bound to `port`.
+fn prebound_listener(listener: &Listener, port: u16) -> Result<TcpListener, BootstrapError> {
+    let bad = |why: String| BootstrapError::invalid(format!("the pre-bound socket {why}"));
+    let socket = listener
+        .socket()
+        .map_err(|e| bad(format!("cannot be duplicated: {e}")))?;
+    let bound = socket
         .local_addr()
         .map_err(|e| bad(format!("is not a TCP socket: {e}")))?;
     if bound.port() != port {
@@ -169,7 +158,7 @@ fn prebound_listener(fd: i32, port: u16) -> Result<TcpListener, BootstrapError> 
             bound.port()
         )));
     }
-    Ok(listener)
+    Ok(socket)
 }
 
 /// Formats a duration for messages: "300 ms", "3.0 s", "120 s".

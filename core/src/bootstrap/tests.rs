@@ -868,7 +868,7 @@ fn bound_but_not_listening_socket_is_accepted() {
 fn join_dispatches_on_the_mode_and_marks_failures_to_meet() {
     // DEFAULT: one PE on ip_port.
     let mut a = Attributes::new(0, 1, &format!("tcp://127.0.0.1:{}", free_port()), 2 << 20);
-    a.options.shm_init_timeout = 2;
+    a.init_timeout = Duration::from_secs(2);
     join(&a)
         .expect("a job of one")
         .finalize()
@@ -881,10 +881,11 @@ fn join_dispatches_on_the_mode_and_marks_failures_to_meet() {
     let e = join(&bad).expect_err("port 80");
     assert!(e.kind() == &Kind::Address && !e.during_init(), "{e}");
     let mut fd = a.clone();
-    fd.options.sock_fd = 0x7FFF_FFF0;
-    let e = join(&fd).expect_err("a closed descriptor");
+    let elsewhere = addr::bind("127.0.0.1:0".parse().unwrap(), false).expect("bind");
+    fd.listener = Some(crate::Listener::new(elsewhere));
+    let e = join(&fd).expect_err("a socket on another port");
     assert!(
-        e.kind() == &Kind::Invalid && !e.during_init() && e.to_string().contains("sock_fd"),
+        e.kind() == &Kind::Invalid && !e.during_init() && e.to_string().contains("port"),
         "{e}"
     );
     // Nobody serves PE 1's job: it cannot meet its peers.
@@ -897,8 +898,8 @@ fn join_dispatches_on_the_mode_and_marks_failures_to_meet() {
     assert!(e.kind() == &Kind::Connect && e.during_init(), "{e}");
     // Unique-id mode: PE 0 serves on the id's socket.
     let uid = UniqueId::with_session(&format!("127.0.0.1:{}", free_port())).expect("uid");
-    let mut u = Attributes::with_unique_id(0, 1, 2 << 20, &uid).expect("attrs");
-    u.options.shm_init_timeout = 2;
+    let mut u = Attributes::with_unique_id(0, 1, 2 << 20, &uid);
+    u.init_timeout = Duration::from_secs(2);
     join(&u)
         .expect("unique-id job of one")
         .finalize()

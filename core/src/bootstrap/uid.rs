@@ -6,7 +6,7 @@
 //! [`sockets`](super::sockets) registry) and returns a 136-byte plain-old-data id that names
 //! the address and carries a random job secret. The program broadcasts the bytes
 //! ([`UniqueId::to_bytes`], e.g. with `MPI_Bcast`); every PE turns them back into an id
-//! ([`UniqueId::from_bytes`]), passes it with its rank ([`set_attr_uniqueid_args`]) and inits.
+//! ([`UniqueId::from_bytes`]), passes it with its rank ([`Attributes::with_unique_id`](crate::Attributes::with_unique_id)) and inits.
 //! The process that made the id serves on the socket it bound, so the port stays reserved
 //! from the moment the id exists.
 //!
@@ -48,13 +48,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV
 use std::os::fd::AsRawFd;
 
 use bytemuck::{Pod, Zeroable};
-use shmem_backend::Limits;
 
 use super::addr::{self, Host};
 use super::error::BootstrapError;
 use super::url::BootstrapUrl;
 use super::{interfaces, sockets};
-use crate::attr::{Attributes, InitMode, Secret};
+use crate::attr::Secret;
 
 /// The variable naming PE 0's address and port (`ip:port`, `[ipv6]:port`, `hostname:port`).
 pub(crate) const SESSION_ENV: &str = "SHMEM_UID_SESSION_ID";
@@ -370,36 +369,6 @@ fn env_value(var: &'static str) -> Result<Option<String>, BootstrapError> {
     }
 }
 
-/// CANN's `aclshmemx_set_attr_uniqueid_args`: checks, in CANN's order, `local_mem_size <=
-/// 40 GiB`, `n_pes <= 16384` and `my_pe < 16384` (each failure is of kind `Invalid`, CANN's
-/// `ACLSHMEM_INVALID_VALUE`), then stores `my_pe`, `n_pes`, `local_mem_size`, the id's secret
-/// and the unique-id mode in `attrs` (`ip_port` and the rest are left as they are). As in
-/// CANN, nothing else is checked here (negative values pass; init rejects them; a negative
-/// size wraps as C's `int64_t` to `uint64_t` does), and the id itself is not inspected. The
-/// id is copied: unlike CANN's pointer it need not outlive init.
-pub(crate) fn set_attr_uniqueid_args(
-    my_pe: i32,
-    n_pes: i32,
-    size: i64,
-    uid: &UniqueId,
-    attrs: &mut Attributes,
-) -> Result<(), BootstrapError> {
-    let (max_mem, max_pes) = (Limits::CANN.max_local_mem, Limits::CANN.max_pes);
-    let problem = if i128::from(size) > i128::from(max_mem) {
-        format!("local_mem_size {size} exceeds the maximum of {max_mem} bytes (40 GiB)")
-    } else if i64::from(n_pes) > i64::from(max_pes) {
-        format!("n_pes {n_pes} exceeds the maximum of {max_pes} PEs")
-    } else if i64::from(my_pe) >= i64::from(max_pes) {
-        format!("my_pe {my_pe} must be below the maximum of {max_pes} PEs")
-    } else {
-        (attrs.my_pe, attrs.n_pes, attrs.local_mem_size) = (my_pe, n_pes, size as u64);
-        attrs.secret = Some(uid.secret());
-        attrs.mode = InitMode::UniqueId(*uid);
-        return Ok(());
-    };
-    Err(BootstrapError::invalid(problem))
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::mpsc;
@@ -667,52 +636,6 @@ mod tests {
             env_value("SHMEM_UID_TEST_SURELY_UNSET_VARIABLE"),
             Ok(None)
         ));
-    }
-
-    #[test]
-    fn set_attr_uniqueid_args_checks_as_cann() {
-        let uid = UniqueId::zeroed();
-        let set = |pe, n, size| {
-            let mut a = Attributes::new(0, 1, "tcp://127.0.0.1:2000", 2 << 20);
-            set_attr_uniqueid_args(pe, n, size, &uid, &mut a).map(|()| a)
-        };
-        let a = set(1, 4, 2 << 20).unwrap();
-        assert_eq!((a.my_pe, a.n_pes, a.local_mem_size), (1, 4, 2 << 20));
-        assert_eq!(
-            (a.mode, a.secret),
-            (InitMode::UniqueId(uid), Some(uid.secret()))
-        );
-        assert_eq!(a.ip_port, "tcp://127.0.0.1:2000", "left as it was");
-        assert!(set(0, 16384, 40 << 30).is_ok() && set(16383, 16384, 0).is_ok());
-        let err = |pe, n, size| set(pe, n, size).unwrap_err();
-        assert!(
-            err(0, 2, (40 << 30) + 1)
-                .to_string()
-                .contains("local_mem_size")
-        );
-        assert!(err(0, 2, i64::MAX).to_string().contains("local_mem_size"));
-        let e = err(0, 16385, 2 << 20).to_string();
-        assert!(
-            e.contains("n_pes 16385 exceeds the maximum of 16384"),
-            "{e}"
-        );
-        assert!(err(16384, 16384, 2 << 20).to_string().contains("my_pe"));
-        assert_eq!(err(0, 16385, 0).kind(), &Kind::Invalid);
-        // CANN's order: memory first, then n_pes, then my_pe.
-        assert!(
-            err(20000, 20000, i64::MAX)
-                .to_string()
-                .contains("local_mem_size")
-        );
-        assert!(err(20000, 20000, 0).to_string().contains("n_pes"));
-        // Negative values pass here, as in CANN; init's check rejects them.
-        let a = set(-1, -2, -1).unwrap();
-        assert_eq!((a.my_pe, a.n_pes, a.local_mem_size), (-1, -2, u64::MAX));
-        assert!(a.validate().is_err());
-        let a = set(0, 1, -1).unwrap();
-        assert_eq!(a.validate().unwrap_err().code(), crate::Code::InvalidValue);
-        let a = set(2, 3, 4 << 20).unwrap();
-        assert!(a.validate().is_ok());
     }
 
     #[test]
