@@ -126,31 +126,6 @@ pub(crate) fn exit_if_job_ended(e: &Error) {
     }
 }
 
-/// Raises this process's soft descriptor limit to its hard limit, once. Every live instance
-/// holds a few descriptors (PE 0 of an instance one per peer), so many instances need more
-/// than the usual soft limit of 1024; the hard limit is the administrator's choice.
-fn raise_descriptor_limit() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-        let l = getrlimit(Resource::Nofile);
-        if let (Some(cur), max) = (l.current, l.maximum)
-            && max.is_none_or(|m| m > cur)
-        {
-            let wanted = max.unwrap_or(1 << 20).min(1 << 20);
-            if let Err(e) = setrlimit(
-                Resource::Nofile,
-                Rlimit {
-                    current: Some(wanted),
-                    maximum: max,
-                },
-            ) {
-                tracing::debug!("could not raise the descriptor limit from {cur} to {wanted}: {e}");
-            }
-        }
-    });
-}
-
 impl Instance {
     /// Creates and initialises instance `attrs.instance_id`. Collective over the instance's PEs:
     /// every PE calls it with its own `my_pe` and the same `n_pes`, `ip_port` and
@@ -173,7 +148,7 @@ impl Instance {
             .and_then(|h| h.checked_add(MAX_TEAMS * SCRATCH_PER_TEAM))
             .ok_or_else(|| Error::InvalidValue("the heap does not fit in memory".into()))?;
         let heap = Heap::new(heap_size).map_err(|e| Error::Memory(e.to_string()))?;
-        raise_descriptor_limit();
+        crate::rlimit::raise_descriptor_limit();
         let claim: Claim<'_, Inner> = INSTANCES.claim(attrs.instance_id)?;
         let (my_pe, n_pes) = (attrs.my_pe, attrs.n_pes);
         let boot: Arc<dyn Bootstrap> = bootstrap::join(attrs)?.into();

@@ -38,6 +38,7 @@ mod launch;
 mod lock;
 mod p2p;
 mod registry;
+mod rlimit;
 mod rma;
 mod settings;
 mod signal;
@@ -61,7 +62,7 @@ pub use info::{
 pub use instance::{IdState, Instance, ThreadLevel};
 pub use lock::LockGuard;
 pub use rma::{DeviceRange, NbiScope};
-pub use shmem_backend::{Capabilities, Cmp, Pe, Scalar, SignalOp};
+pub use shmem_backend::{Capabilities, Cmp, Pe, Scalar, SignalOp, TransportError};
 /// Open MPI, loaded at run time: the [`shmem_mpi`] crate (what the MPI bootstrap uses).
 pub use shmem_mpi as mpi;
 pub use signal::SignalWord;

@@ -84,12 +84,6 @@ impl StrictQueue {
         }
     }
 
-    /// The number of held operations.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.held
-    }
-
     /// Holds `op` (which targets, or reads from, `pe`), then maybe completes one held operation.
     pub(crate) fn push(&mut self, pe: Pe, op: Deferred, exec: &mut dyn FnMut(Deferred)) {
         let groups = self.by_pe.entry(pe).or_default();
@@ -189,9 +183,9 @@ mod tests {
             for t in 4..8 {
                 q.push(1, put(1, t), &mut exec);
             }
-            assert_eq!(q.len(), 12);
+            assert_eq!(q.held, 12);
             q.complete_all(&mut exec);
-            assert_eq!(q.len(), 0);
+            assert_eq!(q.held, 0);
             let pe1: Vec<usize> = done
                 .iter()
                 .filter(|(p, _)| *p == 1)
@@ -232,6 +226,6 @@ mod tests {
         q.push(3, put(3, 1), &mut exec);
         q.complete_fenced(3, &mut exec);
         assert_eq!(done, vec![0]);
-        assert_eq!(q.len(), 1);
+        assert_eq!(q.held, 1);
     }
 }
