@@ -174,8 +174,10 @@ pub enum InitMode {
     /// `ACLSHMEMX_INIT_WITH_MPI`: bootstrap over a duplicate of this MPI communicator (`None`
     /// is `MPI_COMM_WORLD`), with Open MPI's `libmpi` loaded at run time. If MPI is not yet
     /// initialised, the library initialises it (and then only `MPI_COMM_WORLD` or
-    /// `MPI_COMM_SELF` may be used), as CANN does.
-    Mpi(Option<crate::mpi::Comm>),
+    /// `MPI_COMM_SELF` may be used), as CANN does. The communicator is only used during
+    /// [`Instance::init`](crate::Instance::init); one the program made ([`crate::mpi::OwnedComm`])
+    /// is passed with [`Comm::from_raw`](crate::mpi::Comm::from_raw).
+    Mpi(Option<crate::mpi::Comm<'static>>),
     /// For PEs of one host started by a launcher that gives ranks but no address (`mpirun`,
     /// `srun`): PE 0 announces its bootstrap address and a job secret on an abstract Unix
     /// socket named after this job key and the instance id.

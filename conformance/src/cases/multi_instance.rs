@@ -815,7 +815,9 @@ fn under_mpirun_mpi(ctx: &Ctx) -> Outcome {
     let two = match evens {
         Some(c) => {
             let mut a2 = base(2, ctx.pe / 2, ctx.n_pes.div_ceil(2));
-            a2.mode = InitMode::Mpi(Some(c));
+            // SAFETY: `c` is freed below, after instance 2 (the only user of the handle, and
+            // only during its init) is finalized.
+            a2.mode = InitMode::Mpi(Some(unsafe { shmem::mpi::Comm::from_raw(c.as_raw()) }));
             Some((Instance::init(&a2)?, c))
         }
         None => None,

@@ -23,9 +23,9 @@ pub enum MpiErrorKind {
     Unavailable,
     /// An MPI call returned an error code ([`MpiError::code`] holds it).
     Failed,
-    /// The call was refused before reaching MPI: MPI is not initialised or was finalised, the
-    /// communicator is not live, an argument is out of range, or the thread level forbids the
-    /// call from this thread.
+    /// The call was refused before reaching MPI: MPI is not initialised or was finalised (or
+    /// is being finalised), the communicator is `MPI_COMM_NULL`, an argument is out of range,
+    /// or the thread level forbids the call from this thread.
     Usage,
 }
 
@@ -69,47 +69,46 @@ impl MpiError {
         self.call
     }
 
-    /// The library or a symbol could not be loaded.
-    pub(crate) fn unavailable(message: impl Into<String>, source: DlError) -> MpiError {
+    fn new(
+        kind: MpiErrorKind,
+        call: Option<&'static str>,
+        message: String,
+        source: Option<DlError>,
+    ) -> MpiError {
+        let source = source.map(Box::new);
         MpiError {
-            kind: MpiErrorKind::Unavailable,
-            call: None,
+            kind,
+            call,
             code: None,
-            message: message.into(),
-            source: Some(Box::new(source)),
+            message,
+            source,
         }
+    }
+
+    /// The library or a symbol could not be loaded.
+    pub(crate) fn unavailable(message: String, source: DlError) -> MpiError {
+        MpiError::new(MpiErrorKind::Unavailable, None, message, Some(source))
     }
 
     /// `call` returned `code`, which `MPI_Error_string` explains as `text`.
     pub(crate) fn failed(call: &'static str, code: i32, text: &str) -> MpiError {
+        let message = format!("{call} failed with MPI error {code}: {text}");
+        let e = MpiError::new(MpiErrorKind::Failed, Some(call), message, None);
         MpiError {
-            kind: MpiErrorKind::Failed,
-            call: Some(call),
             code: Some(code),
-            message: format!("{call} failed with MPI error {code}: {text}"),
-            source: None,
+            ..e
         }
     }
 
     /// `call` was refused before it reached MPI, because of `reason`.
     pub(crate) fn usage(call: &'static str, reason: impl fmt::Display) -> MpiError {
-        MpiError {
-            kind: MpiErrorKind::Usage,
-            call: Some(call),
-            code: None,
-            message: format!("{call}: {reason}"),
-            source: None,
-        }
+        let message = format!("{call}: {reason}");
+        MpiError::new(MpiErrorKind::Usage, Some(call), message, None)
     }
 
     /// `call` needs a function that the library lacks.
     pub(crate) fn missing(call: &'static str, source: DlError) -> MpiError {
-        MpiError {
-            kind: MpiErrorKind::Unavailable,
-            call: Some(call),
-            code: None,
-            message: format!("{call} is not available in the loaded MPI library"),
-            source: Some(Box::new(source)),
-        }
+        let message = format!("{call} is not available in the loaded MPI library");
+        MpiError::new(MpiErrorKind::Unavailable, Some(call), message, Some(source))
     }
 }

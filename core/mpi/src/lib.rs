@@ -26,8 +26,8 @@
 //! let (rank, size) = (world.rank()?, world.size()?);
 //! let evens = world.split((rank % 2 == 0).then_some(0), rank)?; // None on odd ranks
 //! if let Some(evens) = evens {
-//!     assert_eq!(evens.size()?, (size + 1) / 2);
-//!     evens.barrier()?;
+//!     assert_eq!(evens.comm().size()?, (size + 1) / 2);
+//!     evens.comm().barrier()?;
 //!     evens.free()?;
 //! }
 //! mpi.finalize()?;
@@ -39,11 +39,13 @@
 //! - **State.** Calls other than [`Mpi::init`], [`Mpi::is_initialized`], [`Mpi::is_finalized`]
 //!   and [`Mpi::finalize`] need MPI initialised and not finalised; otherwise they fail with
 //!   [`MpiErrorKind::Usage`] instead of reaching MPI (which would abort the job).
-//! - **Live handles.** A [`Comm`] is a copyable handle. Communicators made here
-//!   ([`Comm::split`], [`Comm::dup`]) or adopted with [`Comm::from_raw`] are recorded as live;
-//!   [`Comm::free`] removes them, after which every copy is refused, so a freed handle never
-//!   reaches MPI. `free` also refuses a communicator that another thread is using at that
-//!   moment, and [`Mpi::finalize`] refuses while any call is in progress.
+//! - **Valid handles, by ownership.** A communicator made here ([`Comm::split`],
+//!   [`Comm::dup`]) is an [`OwnedComm`]: [`OwnedComm::free`] consumes it, and the copyable
+//!   [`Comm`] handles it lends ([`OwnedComm::comm`]) borrow it, so no handle outlives the free
+//!   and none is in use in another thread while it runs. The predefined communicators
+//!   ([`Mpi::world`], [`Mpi::self_comm`]) cannot be freed. A handle from C code is borrowed
+//!   with the `unsafe` [`Comm::from_raw`], whose caller vouches for it. [`Mpi::finalize`]
+//!   refuses while any call is in progress, and no call starts while it runs.
 //! - **Threads.** [`Mpi::init`] asks for `MPI_THREAD_MULTIPLE`. When MPI provides it (Open
 //!   MPI 4 does), calls from several threads run concurrently. When MPI provides less (also
 //!   when another component initialised MPI with a lower level), every MPI call made through
@@ -64,10 +66,12 @@ mod error;
 mod result;
 mod sys;
 
-use std::collections::HashMap;
 use std::ffi::c_int;
 use std::fmt;
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
+use std::marker::PhantomData;
+use std::sync::{
+    Mutex, MutexGuard, OnceLock, PoisonError, RwLock, RwLockReadGuard, TryLockError, TryLockResult,
+};
 
 pub use error::{MpiError, MpiErrorKind};
 use sys::{Library, MPI_UNDEFINED, handle_ptr};
@@ -134,8 +138,8 @@ pub struct Mpi {
     lifecycle: Mutex<()>,
     /// The thread level MPI provides, once known.
     level: OnceLock<ThreadLevel>,
-    /// Live communicators and calls in progress.
-    table: Mutex<Table>,
+    /// Read-held by every call in progress, write-held by `MPI_Finalize`.
+    calls: RwLock<()>,
     /// Held during every MPI call when MPI does not provide `MPI_THREAD_MULTIPLE`.
     serial: Mutex<()>,
 }
@@ -149,54 +153,21 @@ impl fmt::Debug for Mpi {
     }
 }
 
-/// Bookkeeping that keeps freed handles away from MPI.
-#[derive(Debug, Default)]
-struct Table {
-    /// Live non-predefined communicators, with the number of calls using each right now.
-    live: HashMap<usize, u32>,
-    /// Calls in progress, on any communicator.
-    in_flight: u32,
-    /// `MPI_Finalize` has started: no new calls.
-    closed: bool,
-}
-
-/// How a call uses its communicator.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Access {
-    /// An ordinary call: the communicator stays live.
-    Use,
-    /// `MPI_Comm_free`: the communicator leaves the table first.
-    Free,
-}
-
-/// A call in progress (dropping it ends the call): the table entry, then (when MPI does not
-/// provide `MPI_THREAD_MULTIPLE`) the process-wide lock. Fields drop in order: lock first.
-struct Entered<'a> {
-    _serial: Option<MutexGuard<'a, ()>>,
-    _call: InFlight<'a>,
-}
-
-/// The table's record of one call in progress.
-struct InFlight<'a> {
-    mpi: &'a Mpi,
-    /// The communicator whose use count this call holds (not for predefined ones or frees).
-    comm: Option<usize>,
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        let mut t = self.mpi.table();
-        t.in_flight = t.in_flight.saturating_sub(1);
-        if let Some(c) = self.comm
-            && let Some(n) = t.live.get_mut(&c)
-        {
-            *n = n.saturating_sub(1);
-        }
-    }
-}
+/// A call in progress: the thread rules' lock (if any), then the read side of
+/// [`Mpi::calls`]. Fields drop in order: the serialisation lock first.
+type Entered<'a> = (Option<MutexGuard<'a, ()>>, RwLockReadGuard<'a, ()>);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A lock taken without waiting (a poisoned one too), or `None` if someone holds it.
+fn acquired<G>(r: TryLockResult<G>) -> Option<G> {
+    match r {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
 }
 
 impl Mpi {
@@ -220,7 +191,7 @@ impl Mpi {
                 lib,
                 lifecycle: Mutex::new(()),
                 level: OnceLock::new(),
-                table: Mutex::new(Table::default()),
+                calls: RwLock::new(()),
                 serial: Mutex::new(()),
             })
         })
@@ -255,13 +226,15 @@ impl Mpi {
             let m = "MPI was finalised; it cannot be initialised again in this process";
             return Err(MpiError::usage(CALL, m));
         }
-        if result::state_flag(&self.lib, false)? {
+        if self.flag(result::initialized)? {
             return Ok(false);
         }
-        // SAFETY: MPI is neither initialised nor finalised (checked just above), and no other
-        // thread can initialise it through this crate meanwhile (we hold the lifecycle lock).
-        // Other calls of this crate fail their state check until this one is done.
-        let provided = unsafe { result::init_thread(&self.lib, required.raw()) }?;
+        let (argc, argv) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: MPI allows NULL argc/argv. MPI is neither initialised nor finalised (checked
+        // just above), and no other thread can initialise it through this crate meanwhile (we
+        // hold the lifecycle lock). Other calls of this crate fail their state check until
+        // this one is done.
+        let provided = unsafe { result::init_thread(&self.lib, argc, argv, required.raw()) }?;
         // Only ever set after MPI is initialised, and the level cannot change afterwards.
         let level = ThreadLevel::from_raw(provided);
         let _ = self.level.set(level);
@@ -278,17 +251,24 @@ impl Mpi {
     /// }
     /// ```
     pub fn is_initialized(&self) -> Result<bool, MpiError> {
-        Ok(result::state_flag(&self.lib, false)? && !self.is_finalized()?)
+        Ok(self.flag(result::initialized)? && !self.is_finalized()?)
     }
 
     /// Whether MPI was finalised (`MPI_Finalized`); works at any time.
     pub fn is_finalized(&self) -> Result<bool, MpiError> {
-        result::state_flag(&self.lib, true)
+        self.flag(result::finalized)
+    }
+
+    /// `MPI_Initialized` or `MPI_Finalized`.
+    fn flag(&self, f: unsafe fn(&Library) -> Result<c_int, MpiError>) -> Result<bool, MpiError> {
+        // SAFETY: `flag` is only given these two, which MPI allows at any time, from any
+        // thread.
+        Ok(unsafe { f(&self.lib) }? != 0)
     }
 
     /// `MPI_COMM_WORLD`: every process started by `mpirun`.
-    pub fn world(&self) -> Comm {
-        Comm(self.lib.handles.comm_world)
+    pub fn world(&self) -> Comm<'static> {
+        Comm::new(self.lib.handles.comm_world)
     }
 
     /// `MPI_COMM_SELF`: this process alone.
@@ -299,8 +279,8 @@ impl Mpi {
     /// assert_eq!(mpi.self_comm().size()?, 1);
     /// # Ok::<(), shmem_mpi::MpiError>(())
     /// ```
-    pub fn self_comm(&self) -> Comm {
-        Comm(self.lib.handles.comm_self)
+    pub fn self_comm(&self) -> Comm<'static> {
+        Comm::new(self.lib.handles.comm_self)
     }
 
     /// Whether MPI provides `MPI_THREAD_MULTIPLE` (`MPI_Query_thread`), so that calls from
@@ -337,36 +317,20 @@ impl Mpi {
         if !self.is_initialized()? {
             return Ok(());
         }
-        {
-            let mut t = self.table();
-            if t.in_flight > 0 {
-                let n = t.in_flight;
-                let m = format!(
-                    "{n} MPI call(s) are still in progress in other threads; finalise after"
-                );
-                return Err(MpiError::usage(CALL, m));
-            }
-            t.closed = true;
-        }
-        let res = self.serialize(CALL).and_then(|_serial| {
-            // SAFETY: MPI is initialised and not finalised (checked above under the lifecycle
-            // lock); no call of this crate is in progress and none can start (`closed`); the
-            // thread rules hold (`serialize`).
-            unsafe { result::finalize(&self.lib) }
-        });
-        if res.is_err() {
-            self.table().closed = false;
-        }
-        res
-    }
-
-    fn table(&self) -> MutexGuard<'_, Table> {
-        lock(&self.table)
+        let Some(_calls) = acquired(self.calls.try_write()) else {
+            let m = "MPI calls are still in progress in other threads; finalise after";
+            return Err(MpiError::usage(CALL, m));
+        };
+        let _serial = self.serialize(CALL, true)?;
+        // SAFETY: MPI is initialised and not finalised (checked above under the lifecycle
+        // lock); no call of this crate is in progress and none can start (we hold `calls`);
+        // the thread rules hold (`serialize`).
+        unsafe { result::finalize(&self.lib) }
     }
 
     /// Fails unless MPI is initialised and not finalised.
     fn check_active(&self, call: &'static str) -> Result<(), MpiError> {
-        if !result::state_flag(&self.lib, false)? {
+        if !self.flag(result::initialized)? {
             let m = "MPI is not initialised (call Mpi::init first)";
             return Err(MpiError::usage(call, m));
         }
@@ -382,119 +346,65 @@ impl Mpi {
             return Ok(l);
         }
         // SAFETY: every caller has just checked that MPI is initialised and not finalised.
-        let l = ThreadLevel::from_raw(unsafe { result::thread_query(&self.lib, false) }?);
+        let l = ThreadLevel::from_raw(unsafe { result::query_thread(&self.lib) }?);
         let _ = self.level.set(l);
         Ok(l)
     }
 
     /// What the thread level demands of a call from this thread: nothing (`None`) under
-    /// `MPI_THREAD_MULTIPLE`, else the process-wide lock, and under `MPI_THREAD_FUNNELED` or
-    /// `MPI_THREAD_SINGLE` also that this is the thread that initialised MPI.
-    fn serialize(&self, call: &'static str) -> Result<Option<MutexGuard<'_, ()>>, MpiError> {
+    /// `MPI_THREAD_MULTIPLE`, else the process-wide lock (when another thread holds it: wait
+    /// for it, or fail if not `wait`), and under `MPI_THREAD_FUNNELED` or `MPI_THREAD_SINGLE`
+    /// also that this is the thread that initialised MPI. MPI must be initialised.
+    fn serialize(
+        &self,
+        call: &'static str,
+        wait: bool,
+    ) -> Result<Option<MutexGuard<'_, ()>>, MpiError> {
         let level = self.level()?;
         if level == ThreadLevel::Multiple {
             return Ok(None);
         }
-        self.check_thread(call, level)?;
-        Ok(Some(lock(&self.serial)))
-    }
-
-    /// Under `MPI_THREAD_FUNNELED` or `MPI_THREAD_SINGLE`, only the thread that initialised
-    /// MPI may call it.
-    fn check_thread(&self, call: &'static str, level: ThreadLevel) -> Result<(), MpiError> {
         // SAFETY: every caller has just checked that MPI is initialised and not finalised.
-        if level < ThreadLevel::Serialized && unsafe { result::thread_query(&self.lib, true) }? == 0
-        {
+        if level < ThreadLevel::Serialized && unsafe { result::is_thread_main(&self.lib) }? == 0 {
             let m = format!(
                 "MPI provides only {level}: only the thread that initialised it may call it"
             );
             return Err(MpiError::usage(call, m));
         }
-        Ok(())
-    }
-
-    /// Starts a call on `comm`: records it in the table (refusing a communicator that is not
-    /// live), checks MPI's state and applies the thread rules.
-    fn enter(
-        &self,
-        call: &'static str,
-        comm: Comm,
-        access: Access,
-    ) -> Result<Entered<'_>, MpiError> {
-        let (c, h, free) = (comm.0, self.lib.handles, access == Access::Free);
-        let predefined = c == h.comm_world || c == h.comm_self;
-        let mut t = self.table();
-        let refusal = match (t.live.get(&c).copied(), predefined) {
-            _ if t.closed => Some("MPI is being finalised or was finalised".to_owned()),
-            _ if c == h.comm_null => Some("MPI_COMM_NULL is not a communicator".to_owned()),
-            (_, true) if free => {
-                Some("MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed".to_owned())
-            }
-            (None, false) => Some(format!(
-                "communicator {c:#x} is not live: it was freed, or not obtained through shmem_mpi"
-            )),
-            (Some(n), false) if free && n > 0 => Some(format!(
-                "communicator {c:#x} is in use by {n} call(s) in other threads; free it after"
-            )),
-            _ => None,
-        };
-        if let Some(m) = refusal {
-            return Err(MpiError::usage(call, m));
-        }
-        let counted = match (predefined, free) {
-            (true, _) => None,
-            (false, true) => {
-                t.live.remove(&c);
-                None
-            }
-            (false, false) => {
-                *t.live.entry(c).or_default() += 1;
-                Some(c)
-            }
-        };
-        t.in_flight += 1;
-        drop(t);
-        let in_flight = InFlight {
-            mpi: self,
-            comm: counted,
-        };
-        match self.check_active(call).and_then(|()| self.serialize(call)) {
-            Ok(serial) => Ok(Entered {
-                _serial: serial,
-                _call: in_flight,
+        match wait {
+            true => Ok(Some(lock(&self.serial))),
+            false => acquired(self.serial.try_lock()).map(Some).ok_or_else(|| {
+                let m = "another thread is inside an MPI call, and MPI is not MPI_THREAD_MULTIPLE";
+                MpiError::usage(call, m)
             }),
-            Err(e) => {
-                if free {
-                    self.adopt(c);
-                }
-                Err(e)
-            }
         }
     }
 
-    /// Records `raw` as a live communicator (predefined and null handles need no record).
-    fn adopt(&self, raw: usize) {
-        let h = self.lib.handles;
-        if raw != h.comm_null && raw != h.comm_world && raw != h.comm_self {
-            self.table().live.entry(raw).or_insert(0);
+    /// Starts a call on `comm`: keeps `MPI_Finalize` out until the call ends, checks MPI's
+    /// state and applies the thread rules; with `wait == false`, fails rather than wait for
+    /// another thread (`MPI_Abort`).
+    fn enter(&self, call: &'static str, comm: usize, wait: bool) -> Result<Entered<'_>, MpiError> {
+        if comm == self.lib.handles.comm_null {
+            return Err(MpiError::usage(call, "MPI_COMM_NULL is not a communicator"));
         }
-    }
-
-    /// A new handle from MPI: `None` for `MPI_COMM_NULL`, else recorded as live.
-    fn adopt_new(&self, raw: sys::MpiComm) -> Option<Comm> {
-        let raw = raw.expose_provenance();
-        if raw == self.lib.handles.comm_null {
-            return None;
-        }
-        self.adopt(raw);
-        Some(Comm(raw))
+        let calls = match wait {
+            true => self.calls.read().unwrap_or_else(PoisonError::into_inner),
+            false => acquired(self.calls.try_read())
+                .ok_or_else(|| MpiError::usage(call, "MPI is being finalised"))?,
+        };
+        self.check_active(call)?;
+        Ok((self.serialize(call, wait)?, calls))
     }
 }
 
-/// An MPI communicator: a raw `MPI_Comm` handle (in Open MPI, a pointer).
+/// A borrowed MPI communicator: a raw `MPI_Comm` handle (in Open MPI, a pointer), valid for
+/// `'a`.
 ///
-/// It is `Copy`; its methods refuse a communicator that was freed (through any copy), or
-/// that MPI is not ready for, with an [`MpiError`] of kind [`MpiErrorKind::Usage`].
+/// It is `Copy`. The predefined communicators are `Comm<'static>` ([`Mpi::world`],
+/// [`Mpi::self_comm`]); the communicators this crate makes are [`OwnedComm`]s, which lend
+/// `Comm`s that cannot outlive them; a handle from C code is borrowed with
+/// [`Comm::from_raw`]. Its methods refuse, with an [`MpiError`] of kind
+/// [`MpiErrorKind::Usage`], calls that MPI is not ready for.
 ///
 /// ```no_run
 /// let mpi = shmem_mpi::Mpi::get()?;
@@ -503,62 +413,79 @@ impl Mpi {
 /// println!("rank {} of {}", world.rank()?, world.size()?);
 /// # Ok::<(), shmem_mpi::MpiError>(())
 /// ```
+///
+/// A communicator cannot be used after it is freed, and a predefined one cannot be freed:
+///
+/// ```compile_fail,E0505
+/// # let mpi = shmem_mpi::Mpi::get()?;
+/// let all = mpi.world().dup()?;
+/// let comm = all.comm();
+/// all.free()?;
+/// comm.barrier()?; // error: `all` was moved while borrowed
+/// # Ok::<(), shmem_mpi::MpiError>(())
+/// ```
+///
+/// ```compile_fail,E0599
+/// # let mpi = shmem_mpi::Mpi::get()?;
+/// mpi.world().free()?; // error: no method `free` on `Comm`
+/// # Ok::<(), shmem_mpi::MpiError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Comm(usize);
+pub struct Comm<'a> {
+    raw: usize,
+    owner: PhantomData<&'a OwnedComm>,
+}
 
-impl Comm {
-    /// Adopts a raw `MPI_Comm` handle from C code (its address as an integer), e.g. the value
-    /// behind the `MPI_Comm*` that CANN's `comm_args` points to. `MPI_COMM_WORLD`,
-    /// `MPI_COMM_SELF` and `MPI_COMM_NULL` are recognised; any other handle is recorded as
-    /// live until [`Comm::free`].
+impl<'a> Comm<'a> {
+    fn new(raw: usize) -> Comm<'a> {
+        let owner = PhantomData;
+        Comm { raw, owner }
+    }
+
+    /// Borrows a raw `MPI_Comm` handle from C code (its address as an integer), e.g. the value
+    /// behind the `MPI_Comm*` that CANN's `comm_args` points to. `MPI_COMM_NULL` is refused
+    /// by every call.
     ///
     /// # Safety
     ///
     /// `raw` must be `MPI_COMM_NULL` or a valid Open MPI communicator of this process, and
-    /// must stay valid while this `Comm` (or a copy) is used: code outside this crate must
-    /// not free it before then.
-    pub unsafe fn from_raw(raw: usize) -> Comm {
-        if let Ok(mpi) = Mpi::get() {
-            mpi.adopt(raw);
-        }
-        Comm(raw)
+    /// must stay valid for `'a`: nothing may free it while this `Comm` or a copy is used.
+    pub unsafe fn from_raw(raw: usize) -> Comm<'a> {
+        Comm::new(raw)
     }
 
     /// The raw `MPI_Comm` handle (its address as an integer), to hand to C code.
     pub fn as_raw(&self) -> usize {
-        self.0
-    }
-
-    fn ptr(self) -> sys::MpiComm {
-        handle_ptr(self.0)
+        self.raw
     }
 
     /// Runs `f` on the raw handle inside [`Mpi::enter`]'s checks: when `f` runs, MPI is active,
-    /// the handle is live or predefined (so valid: see [`Comm::from_raw`]) and stays so until
-    /// `f` returns, and the thread rules are applied.
+    /// the handle is valid (for `'a`, by construction) and not `MPI_COMM_NULL`, and the thread
+    /// rules are applied, until `f` returns.
     fn call<T>(
         self,
         name: &'static str,
+        wait: bool,
         f: impl FnOnce(&Library, sys::MpiComm) -> Result<T, MpiError>,
     ) -> Result<T, MpiError> {
         let mpi = Mpi::get()?;
-        let _call = mpi.enter(name, self, Access::Use)?;
-        f(&mpi.lib, self.ptr())
+        let _entered = mpi.enter(name, self.raw, wait)?;
+        f(&mpi.lib, handle_ptr(self.raw))
     }
 
     /// This process's rank in the communicator (`MPI_Comm_rank`).
     pub fn rank(&self) -> Result<i32, MpiError> {
-        self.call("MPI_Comm_rank", |lib, c| {
-            // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
-            unsafe { result::comm_query(lib, c, false) }
+        // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
+        self.call("MPI_Comm_rank", true, |lib, c| unsafe {
+            result::comm_rank(lib, c)
         })
     }
 
     /// The number of processes in the communicator (`MPI_Comm_size`).
     pub fn size(&self) -> Result<i32, MpiError> {
-        self.call("MPI_Comm_size", |lib, c| {
-            // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
-            unsafe { result::comm_query(lib, c, true) }
+        // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
+        self.call("MPI_Comm_size", true, |lib, c| unsafe {
+            result::comm_size(lib, c)
         })
     }
 
@@ -575,12 +502,12 @@ impl Comm {
     /// let world = mpi.world();
     /// let rank = world.rank()?;
     /// if let Some(evens) = world.split((rank % 2 == 0).then_some(0), rank)? {
-    ///     assert_eq!(evens.rank()?, rank / 2);
+    ///     assert_eq!(evens.comm().rank()?, rank / 2);
     ///     evens.free()?;
     /// }
     /// # Ok::<(), shmem_mpi::MpiError>(())
     /// ```
-    pub fn split(&self, color: Option<i32>, key: i32) -> Result<Option<Comm>, MpiError> {
+    pub fn split(&self, color: Option<i32>, key: i32) -> Result<Option<OwnedComm>, MpiError> {
         const CALL: &str = "MPI_Comm_split";
         let color = match color {
             None => MPI_UNDEFINED,
@@ -590,114 +517,101 @@ impl Comm {
                 return Err(MpiError::usage(CALL, m));
             }
         };
-        let new = self.call(CALL, |lib, c| {
+        self.call(CALL, true, |lib, c| {
             // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
-            unsafe { result::comm_new(lib, c, Some((color, key))) }
-        })?;
-        Ok(Mpi::get()?.adopt_new(new))
+            let new = unsafe { result::comm_split(lib, c, color, key) }?.expose_provenance();
+            Ok((new != lib.handles.comm_null).then_some(OwnedComm(new)))
+        })
     }
 
     /// Collective: a duplicate with the same group and its own communication context
-    /// (`MPI_Comm_dup`), recorded as live.
-    pub fn dup(&self) -> Result<Comm, MpiError> {
-        const CALL: &str = "MPI_Comm_dup";
-        let new = self.call(CALL, |lib, c| {
-            // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
-            unsafe { result::comm_new(lib, c, None) }
+    /// (`MPI_Comm_dup`).
+    pub fn dup(&self) -> Result<OwnedComm, MpiError> {
+        // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
+        let new = self.call("MPI_Comm_dup", true, |lib, c| unsafe {
+            result::comm_dup(lib, c)
         })?;
-        Mpi::get()?
-            .adopt_new(new)
-            .ok_or_else(|| MpiError::usage(CALL, "MPI returned MPI_COMM_NULL for a duplicate"))
+        Ok(OwnedComm(new.expose_provenance()))
     }
 
     /// Collective: waits until every process of the communicator has entered the barrier
     /// (`MPI_Barrier`).
     pub fn barrier(&self) -> Result<(), MpiError> {
-        self.call("MPI_Barrier", |lib, c| {
-            // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
-            unsafe { result::barrier(lib, c) }
+        // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
+        self.call("MPI_Barrier", true, |lib, c| unsafe {
+            result::barrier(lib, c)
         })
     }
 
     /// Makes MPI failures on this communicator return error codes (`MPI_ERRORS_RETURN`)
     /// instead of ending the job.
     pub fn set_errors_return(&self) -> Result<(), MpiError> {
-        self.call("MPI_Comm_set_errhandler", |lib, c| {
-            // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
-            unsafe { result::comm_set_errors_return(lib, c) }
+        self.call("MPI_Comm_set_errhandler", true, |lib, c| {
+            let errors_return = handle_ptr(lib.handles.errors_return);
+            // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for, and the handler
+            // is `&ompi_mpi_errors_return`, Open MPI's MPI_ERRORS_RETURN.
+            unsafe { result::comm_set_errhandler(lib, c, errors_return) }
         })
     }
 
     /// Collective: `MPI_Allgather` of `send.len()` bytes from every rank into `recv`, which
     /// must hold `send.len()` bytes per rank (checked). Every rank must pass the same length.
     pub fn allgather_bytes(&self, send: &[u8], recv: &mut [u8]) -> Result<(), MpiError> {
-        self.call("MPI_Allgather", |lib, c| {
-            // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
-            unsafe { result::allgather_bytes(lib, c, send, recv) }
+        // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
+        self.call("MPI_Allgather", true, |lib, c| unsafe {
+            result::allgather_bytes(lib, c, send, recv)
         })
     }
 
-    /// Frees the communicator (`MPI_Comm_free`); every copy of the handle is refused
-    /// afterwards. `MPI_COMM_WORLD` and `MPI_COMM_SELF` cannot be freed, and a communicator
-    /// that another thread is using right now is refused (nothing is freed).
-    ///
-    /// ```no_run
-    /// let mpi = shmem_mpi::Mpi::get()?;
-    /// mpi.init()?;
-    /// let all = mpi.world().split(Some(0), 0)?.expect("every rank passed color 0");
-    /// let copy = all;
-    /// all.free()?;
-    /// assert!(copy.barrier().is_err()); // freed: refused
-    /// # Ok::<(), shmem_mpi::MpiError>(())
-    /// ```
-    pub fn free(self) -> Result<(), MpiError> {
-        let mpi = Mpi::get()?;
-        let call = mpi.enter("MPI_Comm_free", self, Access::Free)?;
-        // SAFETY: `enter` checked that MPI is active and that the handle was live and used by
-        // no call, and removed it from the table, so no later call can use it; the thread
-        // rules are applied; it is not predefined (refused by `enter`).
-        let res = unsafe { result::comm_free(&mpi.lib, self.ptr()) };
-        drop(call);
-        if res.is_err() {
-            // Not freed: still usable.
-            mpi.adopt(self.0);
-        }
-        res
+    /// `MPI_Abort`: ends the job with `code`; normally does not return. When MPI calls are
+    /// serialised and another thread is inside one, or MPI is being finalised, this fails at
+    /// once rather than wait (the caller should then exit, which makes `mpirun` end the job).
+    pub fn abort(&self, code: i32) -> Result<(), MpiError> {
+        // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for.
+        self.call("MPI_Abort", false, |lib, c| unsafe {
+            result::abort(lib, c, code)
+        })
+    }
+}
+
+/// A communicator this crate made ([`Comm::split`], [`Comm::dup`]), owned: it lends
+/// [`Comm`] handles ([`OwnedComm::comm`]) and is freed with [`OwnedComm::free`].
+///
+/// `MPI_Comm_free` is collective, so it never runs from a drop: dropping an `OwnedComm`
+/// without `free` leaves the communicator allocated until MPI is finalised.
+///
+/// ```no_run
+/// let mpi = shmem_mpi::Mpi::get()?;
+/// mpi.init()?;
+/// let all = mpi.world().split(Some(0), 0)?.expect("every rank passed color 0");
+/// all.comm().barrier()?;
+/// all.free()?;
+/// # Ok::<(), shmem_mpi::MpiError>(())
+/// ```
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct OwnedComm(usize);
+
+impl OwnedComm {
+    /// A handle to the communicator, for as long as it is borrowed.
+    pub fn comm(&self) -> Comm<'_> {
+        Comm::new(self.0)
     }
 
-    /// `MPI_Abort`: ends the job with `code`; normally does not return. When MPI calls are
-    /// serialised and another thread is inside one, this fails at once rather than wait (the
-    /// caller should then exit, which makes `mpirun` end the job).
-    pub fn abort(&self, code: i32) -> Result<(), MpiError> {
-        const CALL: &str = "MPI_Abort";
-        let mpi = Mpi::get()?;
-        // Not `enter`: it would wait for the serialisation lock.
-        let t = mpi.table();
-        let h = mpi.lib.handles;
-        let known = self.0 == h.comm_world || self.0 == h.comm_self || t.live.contains_key(&self.0);
-        if t.closed || !known {
-            let m = "the communicator is not live, or MPI is being finalised";
-            return Err(MpiError::usage(CALL, m));
-        }
-        mpi.check_active(CALL)?;
-        let level = mpi.level()?;
-        let _serial = if level == ThreadLevel::Multiple {
-            None
-        } else {
-            mpi.check_thread(CALL, level)?;
-            match mpi.serial.try_lock() {
-                Ok(g) => Some(g),
-                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-                Err(TryLockError::WouldBlock) => {
-                    let m =
-                        "another thread is inside an MPI call, and MPI is not MPI_THREAD_MULTIPLE";
-                    return Err(MpiError::usage(CALL, m));
-                }
-            }
-        };
-        // SAFETY: MPI is active and the handle is live or predefined (checked above; holding
-        // the table lock keeps it from being freed meanwhile); the thread rules are applied.
-        unsafe { result::abort(&mpi.lib, self.ptr(), code) }
+    /// The raw `MPI_Comm` handle (its address as an integer), to hand to C code.
+    pub fn as_raw(&self) -> usize {
+        self.0
+    }
+
+    /// Collective: frees the communicator (`MPI_Comm_free`). If this fails, the communicator
+    /// stays allocated until MPI is finalised.
+    pub fn free(self) -> Result<(), MpiError> {
+        let mut handle = handle_ptr(self.0);
+        // SAFETY: `call`'s guarantees are what `result`'s wrappers ask for;
+        // the communicator is not predefined (this crate made it), no other handle to it is in
+        // use (`self` is not borrowed) and none exists after this call (`self` is consumed).
+        self.comm().call("MPI_Comm_free", true, |lib, _| unsafe {
+            result::comm_free(lib, &mut handle)
+        })
     }
 }
 
@@ -725,31 +639,24 @@ mod tests {
     }
 
     #[test]
-    fn unknown_freed_and_predefined_handles_are_refused() {
+    fn null_handles_and_negative_colors_are_refused() {
         let mpi = Mpi::get().expect("Open MPI is installed on this machine");
+        // SAFETY: MPI_COMM_NULL is allowed, and every call refuses it before MPI sees it.
+        let null = unsafe { Comm::from_raw(mpi.lib.handles.comm_null) };
+        let e = null.size().unwrap_err();
+        assert_eq!(e.kind(), MpiErrorKind::Usage);
+        assert!(e.to_string().contains("MPI_COMM_NULL"), "{e}");
         assert!(
-            Comm(0x10)
-                .rank()
-                .unwrap_err()
-                .to_string()
-                .contains("not live")
-        );
-        assert!(
-            mpi.world()
-                .free()
-                .unwrap_err()
-                .to_string()
-                .contains("cannot be freed")
-        );
-        let null = Comm(mpi.lib.handles.comm_null);
-        assert!(
-            null.size()
+            null.abort(1)
                 .unwrap_err()
                 .to_string()
                 .contains("MPI_COMM_NULL")
         );
         let e = mpi.world().split(Some(-1), 0).unwrap_err();
         assert!(e.to_string().contains("negative"), "{e}");
+        // Refused before MPI is initialised, also where the call would not wait.
+        let e = mpi.world().abort(1).unwrap_err();
+        assert!(e.to_string().contains("not initialised"), "{e}");
     }
 
     #[test]

@@ -1,23 +1,15 @@
 //! Layer 2: one `Result`-returning wrapper per MPI function.
 //!
-//! Each wrapper resolves its function (a missing one is an error), passes correctly sized
-//! buffers and out-parameters, and turns a non-`MPI_SUCCESS` return into an [`MpiError`]
-//! carrying the code and its `MPI_Error_string` text. The wrappers know nothing about MPI's
-//! state rules (initialised, thread level, live handles); the safe layer in `lib.rs` enforces
+//! Each wrapper resolves its function (a missing one is an error), passes its arguments and
+//! a correctly typed out-parameter, and turns a non-`MPI_SUCCESS` return into an [`MpiError`]
+//! carrying the code and its `MPI_Error_string` text. Most are declared by [`wrappers!`], one
+//! line each; those that build buffers are written out. The wrappers know nothing about MPI's
+//! state rules (initialised, thread level, valid handles); the safe layer in `lib.rs` enforces
 //! those, which is what the `# Safety` sections ask of it.
 
-use std::ffi::{c_char, c_int, c_void};
-use std::ptr;
-
-use shmem_dl::DlError;
-
 use crate::error::MpiError;
-use crate::sys::{Library, MPI_MAX_ERROR_STRING, MPI_SUCCESS, MpiComm, handle_ptr};
-
-/// The function, or an error naming the call.
-fn func<T>(call: &'static str, f: Result<T, DlError>) -> Result<T, MpiError> {
-    f.map_err(|e| MpiError::missing(call, e))
-}
+use crate::sys::{Library, MPI_MAX_ERROR_STRING, MPI_SUCCESS, MpiComm, MpiErrhandler, handle_ptr};
+use std::ffi::{c_char, c_int, c_void};
 
 /// `Ok` for `MPI_SUCCESS`, else the code with its text.
 fn check(lib: &Library, call: &'static str, rc: c_int) -> Result<(), MpiError> {
@@ -49,158 +41,80 @@ fn error_string(lib: &Library, code: c_int) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// `MPI_Initialized` or `MPI_Finalized` (callable at any time, from any thread).
-pub(crate) fn state_flag(lib: &Library, finalized: bool) -> Result<bool, MpiError> {
-    let (call, f) = if finalized {
-        ("MPI_Finalized", lib.f.finalized())
-    } else {
-        ("MPI_Initialized", lib.f.initialized())
+/// Declares wrappers: `fn name(args) -> Out = "MPI_Name";` calls the function `name` of the
+/// [`Functions`](crate::sys::Functions) table with `args` and, when an `Out` is given, a
+/// pointer to a zeroed out-parameter of that type (the C function's last parameter), which it
+/// returns on success.
+macro_rules! wrappers {
+    (@out) => { () };
+    (@out $out:ty) => { $out };
+    (@call $lib:ident, $f:ident, $call:literal, ($($arg:ident),*)) => {
+        // SAFETY: the caller's guarantees are the call's preconditions.
+        check($lib, $call, unsafe { $f($($arg),*) })
     };
-    let f = func(call, f)?;
-    let mut flag: c_int = 0;
-    // SAFETY: `flag` is a valid out-parameter. MPI allows these two calls before MPI_Init,
-    // after MPI_Finalize and from any thread.
-    check(lib, call, unsafe { f(&mut flag) })?;
-    Ok(flag != 0)
-}
-
-/// `MPI_Init_thread(NULL, NULL, required, &provided)`; returns `provided`.
-///
-/// # Safety
-///
-/// MPI is neither initialised nor finalised, and no other thread initialises it concurrently.
-pub(crate) unsafe fn init_thread(lib: &Library, required: c_int) -> Result<c_int, MpiError> {
-    let f = func("MPI_Init_thread", lib.f.init_thread())?;
-    let mut provided: c_int = 0;
-    // SAFETY: MPI allows NULL argc/argv; `provided` is a valid out-parameter; the caller
-    // guarantees the state precondition.
-    let rc = unsafe { f(ptr::null_mut(), ptr::null_mut(), required, &mut provided) };
-    check(lib, "MPI_Init_thread", rc)?;
-    Ok(provided)
-}
-
-/// `MPI_Query_thread` (`is_main == false`: the thread level MPI provides) or
-/// `MPI_Is_thread_main` (`true`: 1 if the calling thread initialised MPI).
-///
-/// # Safety
-///
-/// MPI is initialised and not finalised.
-pub(crate) unsafe fn thread_query(lib: &Library, is_main: bool) -> Result<c_int, MpiError> {
-    let (call, f) = if is_main {
-        ("MPI_Is_thread_main", lib.f.is_thread_main())
-    } else {
-        ("MPI_Query_thread", lib.f.query_thread())
-    };
-    let f = func(call, f)?;
-    let mut out: c_int = 0;
-    // SAFETY: a valid out-parameter; MPI is initialised (the caller's guarantee) and both calls
-    // are allowed from any thread.
-    check(lib, call, unsafe { f(&mut out) })?;
-    Ok(out)
-}
-
-/// `MPI_Finalize`.
-///
-/// # Safety
-///
-/// MPI is initialised and not finalised, no MPI call is in progress in another thread, and
-/// none will be made afterwards.
-pub(crate) unsafe fn finalize(lib: &Library) -> Result<(), MpiError> {
-    let f = func("MPI_Finalize", lib.f.finalize())?;
-    // SAFETY: the caller guarantees the state precondition.
-    check(lib, "MPI_Finalize", unsafe { f() })
-}
-
-/// `MPI_Comm_dup` (`split == None`) or `MPI_Comm_split(comm, color, key)`: the new
-/// communicator (`MPI_COMM_NULL` for color `MPI_UNDEFINED`).
-///
-/// # Safety
-///
-/// MPI is initialised and not finalised, `comm` is a valid communicator (not
-/// `MPI_COMM_NULL`), and the thread level allows this call from this thread now.
-pub(crate) unsafe fn comm_new(
-    lib: &Library,
-    comm: MpiComm,
-    split: Option<(c_int, c_int)>,
-) -> Result<MpiComm, MpiError> {
-    let mut new: MpiComm = ptr::null_mut();
-    let (call, rc) = match split {
-        None => {
-            let f = func("MPI_Comm_dup", lib.f.comm_dup())?;
-            // SAFETY: `comm` is valid (the caller's guarantee); `new` is a valid out-parameter.
-            ("MPI_Comm_dup", unsafe { f(comm, &mut new) })
+    (@call $lib:ident, $f:ident, $call:literal, ($($arg:ident),*) -> $out:ty) => {{
+        // SAFETY: every out-parameter type in the table is an integer or a raw pointer, for
+        // which all zero bytes are a valid value.
+        let mut out: $out = unsafe { std::mem::zeroed() };
+        // SAFETY: the caller's guarantees are the call's preconditions, and `out` is a valid
+        // out-parameter of the type MPI writes there.
+        check($lib, $call, unsafe { $f($($arg,)* &mut out) })?;
+        Ok(out)
+    }};
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),*) $(-> $out:ty)? = $call:literal;
+    )*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// MPI is initialised and not finalised (only `MPI_Initialized` and `MPI_Finalized`
+        /// may be called at any time), every handle is valid for the call, every pointer is
+        /// valid for what MPI does with it, and the thread level allows the call from this
+        /// thread now.
+        pub(crate) unsafe fn $name(
+            lib: &Library,
+            $($arg: $ty),*
+        ) -> Result<wrappers!(@out $($out)?), MpiError> {
+            let f = lib.f.$name().map_err(|e| MpiError::missing($call, e))?;
+            wrappers!(@call lib, f, $call, ($($arg),*) $(-> $out)?)
         }
-        Some((color, key)) => {
-            let f = func("MPI_Comm_split", lib.f.comm_split())?;
-            // SAFETY: as for MPI_Comm_dup.
-            ("MPI_Comm_split", unsafe { f(comm, color, key, &mut new) })
-        }
-    };
-    check(lib, call, rc)?;
-    Ok(new)
+    )*};
 }
 
-/// `MPI_Comm_free`.
-///
-/// # Safety
-///
-/// As for [`comm_new`]; besides, `comm` is not a predefined communicator, no call on it is in
-/// progress in another thread and it is not used afterwards.
-pub(crate) unsafe fn comm_free(lib: &Library, comm: MpiComm) -> Result<(), MpiError> {
-    let f = func("MPI_Comm_free", lib.f.comm_free())?;
-    let mut handle = comm;
-    // SAFETY: `handle` is a valid, freeable communicator (the caller's guarantee), passed by
-    // address as MPI_Comm_free requires (it is set to MPI_COMM_NULL, which we discard).
-    check(lib, "MPI_Comm_free", unsafe { f(&mut handle) })
-}
-
-/// `MPI_Comm_rank` (`size == false`) or `MPI_Comm_size` (`true`).
-///
-/// # Safety
-///
-/// As for [`comm_new`].
-pub(crate) unsafe fn comm_query(
-    lib: &Library,
-    comm: MpiComm,
-    size: bool,
-) -> Result<c_int, MpiError> {
-    let (call, f) = if size {
-        ("MPI_Comm_size", lib.f.comm_size())
-    } else {
-        ("MPI_Comm_rank", lib.f.comm_rank())
-    };
-    let f = func(call, f)?;
-    let mut out: c_int = 0;
-    // SAFETY: `comm` is valid (the caller's guarantee); `out` is a valid out-parameter.
-    check(lib, call, unsafe { f(comm, &mut out) })?;
-    Ok(out)
-}
-
-/// `MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN)`: failures on `comm` are returned as
-/// codes instead of aborting the job.
-///
-/// # Safety
-///
-/// As for [`comm_new`].
-pub(crate) unsafe fn comm_set_errors_return(lib: &Library, comm: MpiComm) -> Result<(), MpiError> {
-    let f = func("MPI_Comm_set_errhandler", lib.f.comm_set_errhandler())?;
-    let errors_return = handle_ptr(lib.handles.errors_return);
-    // SAFETY: `comm` is valid (the caller's guarantee); `errors_return` is
-    // `&ompi_mpi_errors_return`, Open MPI's MPI_ERRORS_RETURN.
-    check(lib, "MPI_Comm_set_errhandler", unsafe {
-        f(comm, errors_return)
-    })
-}
-
-/// `MPI_Barrier`.
-///
-/// # Safety
-///
-/// As for [`comm_new`].
-pub(crate) unsafe fn barrier(lib: &Library, comm: MpiComm) -> Result<(), MpiError> {
-    let f = func("MPI_Barrier", lib.f.barrier())?;
-    // SAFETY: `comm` is valid (the caller's guarantee).
-    check(lib, "MPI_Barrier", unsafe { f(comm) })
+wrappers! {
+    /// `MPI_Initialized`: non-zero once MPI is initialised (also after it is finalised).
+    fn initialized() -> c_int = "MPI_Initialized";
+    /// `MPI_Finalized`: non-zero once MPI is finalised.
+    fn finalized() -> c_int = "MPI_Finalized";
+    /// `MPI_Query_thread`: the thread level MPI provides.
+    fn query_thread() -> c_int = "MPI_Query_thread";
+    /// `MPI_Is_thread_main`: non-zero if the calling thread initialised MPI.
+    fn is_thread_main() -> c_int = "MPI_Is_thread_main";
+    /// `MPI_Init_thread`: the thread level MPI provides. MPI is neither initialised nor
+    /// finalised, and no other thread initialises it concurrently.
+    fn init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int) -> c_int
+        = "MPI_Init_thread";
+    /// `MPI_Finalize`. No MPI call may be in progress in another thread, nor made afterwards.
+    fn finalize() = "MPI_Finalize";
+    /// `MPI_Comm_dup`: a new communicator.
+    fn comm_dup(comm: MpiComm) -> MpiComm = "MPI_Comm_dup";
+    /// `MPI_Comm_split`: the new communicator (`MPI_COMM_NULL` for color `MPI_UNDEFINED`).
+    fn comm_split(comm: MpiComm, color: c_int, key: c_int) -> MpiComm = "MPI_Comm_split";
+    /// `MPI_Comm_free` of `*comm`, which MPI sets to `MPI_COMM_NULL`. The communicator is not
+    /// predefined, no call on it is in progress in another thread, and it is not used after.
+    fn comm_free(comm: *mut MpiComm) = "MPI_Comm_free";
+    /// `MPI_Comm_rank`.
+    fn comm_rank(comm: MpiComm) -> c_int = "MPI_Comm_rank";
+    /// `MPI_Comm_size`.
+    fn comm_size(comm: MpiComm) -> c_int = "MPI_Comm_size";
+    /// `MPI_Comm_set_errhandler` (the safe layer passes `MPI_ERRORS_RETURN`).
+    fn comm_set_errhandler(comm: MpiComm, handler: MpiErrhandler) = "MPI_Comm_set_errhandler";
+    /// `MPI_Barrier`.
+    fn barrier(comm: MpiComm) = "MPI_Barrier";
+    /// `MPI_Abort`: ends every process of `comm`'s job with `code` (normally does not return).
+    fn abort(comm: MpiComm, code: c_int) = "MPI_Abort";
 }
 
 /// `MPI_Allgather` of `send.len()` `MPI_BYTE`s per rank into `recv`, which must hold exactly
@@ -209,7 +123,7 @@ pub(crate) unsafe fn barrier(lib: &Library, comm: MpiComm) -> Result<(), MpiErro
 ///
 /// # Safety
 ///
-/// As for [`comm_new`].
+/// As for the [`wrappers!`].
 pub(crate) unsafe fn allgather_bytes(
     lib: &Library,
     comm: MpiComm,
@@ -217,54 +131,31 @@ pub(crate) unsafe fn allgather_bytes(
     recv: &mut [u8],
 ) -> Result<(), MpiError> {
     const CALL: &str = "MPI_Allgather";
-    let f = func(CALL, lib.f.allgather())?;
+    let f = lib.f.allgather().map_err(|e| MpiError::missing(CALL, e))?;
     let count = c_int::try_from(send.len()).map_err(|_| {
-        MpiError::usage(
-            CALL,
-            format!("{} bytes per rank exceed MPI's count limit", send.len()),
-        )
+        let m = format!("{} bytes per rank exceed MPI's count limit", send.len());
+        MpiError::usage(CALL, m)
     })?;
     // SAFETY: forwarded from the caller.
-    let size = unsafe { comm_query(lib, comm, true) }?;
-    if usize::try_from(size)
+    let size = unsafe { comm_size(lib, comm) }?;
+    let expected = usize::try_from(size)
         .ok()
-        .and_then(|n| n.checked_mul(send.len()))
-        != Some(recv.len())
-    {
-        return Err(MpiError::usage(
-            CALL,
-            format!(
-                "the receive buffer holds {} bytes, but {size} ranks x {} bytes are expected",
-                recv.len(),
-                send.len()
-            ),
-        ));
+        .and_then(|n| n.checked_mul(send.len()));
+    if expected != Some(recv.len()) {
+        let (got, n) = (recv.len(), send.len());
+        let m = format!(
+            "the receive buffer holds {got} bytes, but {size} ranks x {n} bytes are expected"
+        );
+        return Err(MpiError::usage(CALL, m));
     }
     let byte = handle_ptr(lib.handles.byte);
+    let (send, recv) = (
+        send.as_ptr().cast::<c_void>(),
+        recv.as_mut_ptr().cast::<c_void>(),
+    );
     // SAFETY: `comm` is valid (the caller's guarantee); `byte` is `&ompi_mpi_byte`, Open MPI's
     // MPI_BYTE, so counts are bytes; `send` holds `count` bytes and `recv` exactly `count` bytes
     // per rank of `comm` (checked above); MPI only reads `send` and only writes within `recv`.
-    let rc = unsafe {
-        f(
-            send.as_ptr().cast::<c_void>(),
-            count,
-            byte,
-            recv.as_mut_ptr().cast::<c_void>(),
-            count,
-            byte,
-            comm,
-        )
-    };
+    let rc = unsafe { f(send, count, byte, recv, count, byte, comm) };
     check(lib, CALL, rc)
-}
-
-/// `MPI_Abort`: ends every process of `comm`'s job with `code` (normally does not return).
-///
-/// # Safety
-///
-/// As for [`comm_new`].
-pub(crate) unsafe fn abort(lib: &Library, comm: MpiComm, code: c_int) -> Result<(), MpiError> {
-    let f = func("MPI_Abort", lib.f.abort())?;
-    // SAFETY: `comm` is valid (the caller's guarantee).
-    check(lib, "MPI_Abort", unsafe { f(comm, code) })
 }

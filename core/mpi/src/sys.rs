@@ -44,64 +44,48 @@ pub(crate) const CANDIDATES: &[&str] = &[
 ];
 
 shmem_dl::symbols! {
-    /// The MPI functions this crate calls, resolved on first use.
+    /// The MPI functions this crate calls, resolved on first use. The parameter types follow
+    /// the C declarations above each entry, in order.
     pub(crate) struct Functions {
         /// `int MPI_Initialized(int *flag)`
-        initialized: unsafe extern "C" fn(flag: *mut c_int) -> c_int = c"MPI_Initialized";
+        initialized: unsafe extern "C" fn(*mut c_int) -> c_int = c"MPI_Initialized";
         /// `int MPI_Finalized(int *flag)`
-        finalized: unsafe extern "C" fn(flag: *mut c_int) -> c_int = c"MPI_Finalized";
+        finalized: unsafe extern "C" fn(*mut c_int) -> c_int = c"MPI_Finalized";
         /// `int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)`
-        init_thread: unsafe extern "C" fn(
-            argc: *mut c_int,
-            argv: *mut *mut *mut c_char,
-            required: c_int,
-            provided: *mut c_int,
-        ) -> c_int = c"MPI_Init_thread";
+        init_thread: unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char, c_int, *mut c_int)
+            -> c_int = c"MPI_Init_thread";
         /// `int MPI_Query_thread(int *provided)`
-        query_thread: unsafe extern "C" fn(provided: *mut c_int) -> c_int = c"MPI_Query_thread";
+        query_thread: unsafe extern "C" fn(*mut c_int) -> c_int = c"MPI_Query_thread";
         /// `int MPI_Is_thread_main(int *flag)`
-        is_thread_main: unsafe extern "C" fn(flag: *mut c_int) -> c_int = c"MPI_Is_thread_main";
+        is_thread_main: unsafe extern "C" fn(*mut c_int) -> c_int = c"MPI_Is_thread_main";
         /// `int MPI_Finalize(void)`
         finalize: unsafe extern "C" fn() -> c_int = c"MPI_Finalize";
         /// `int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)`
-        comm_dup: unsafe extern "C" fn(comm: MpiComm, newcomm: *mut MpiComm) -> c_int = c"MPI_Comm_dup";
+        comm_dup: unsafe extern "C" fn(MpiComm, *mut MpiComm) -> c_int = c"MPI_Comm_dup";
         /// `int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)`
-        comm_split: unsafe extern "C" fn(
-            comm: MpiComm,
-            color: c_int,
-            key: c_int,
-            newcomm: *mut MpiComm,
-        ) -> c_int = c"MPI_Comm_split";
+        comm_split: unsafe extern "C" fn(MpiComm, c_int, c_int, *mut MpiComm) -> c_int
+            = c"MPI_Comm_split";
         /// `int MPI_Comm_free(MPI_Comm *comm)`
-        comm_free: unsafe extern "C" fn(comm: *mut MpiComm) -> c_int = c"MPI_Comm_free";
+        comm_free: unsafe extern "C" fn(*mut MpiComm) -> c_int = c"MPI_Comm_free";
         /// `int MPI_Comm_rank(MPI_Comm comm, int *rank)`
-        comm_rank: unsafe extern "C" fn(comm: MpiComm, rank: *mut c_int) -> c_int = c"MPI_Comm_rank";
+        comm_rank: unsafe extern "C" fn(MpiComm, *mut c_int) -> c_int = c"MPI_Comm_rank";
         /// `int MPI_Comm_size(MPI_Comm comm, int *size)`
-        comm_size: unsafe extern "C" fn(comm: MpiComm, size: *mut c_int) -> c_int = c"MPI_Comm_size";
+        comm_size: unsafe extern "C" fn(MpiComm, *mut c_int) -> c_int = c"MPI_Comm_size";
         /// `int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)`
-        comm_set_errhandler: unsafe extern "C" fn(comm: MpiComm, errhandler: MpiErrhandler) -> c_int =
-            c"MPI_Comm_set_errhandler";
+        comm_set_errhandler: unsafe extern "C" fn(MpiComm, MpiErrhandler) -> c_int
+            = c"MPI_Comm_set_errhandler";
         /// `int MPI_Barrier(MPI_Comm comm)`
-        barrier: unsafe extern "C" fn(comm: MpiComm) -> c_int = c"MPI_Barrier";
+        barrier: unsafe extern "C" fn(MpiComm) -> c_int = c"MPI_Barrier";
         /// `int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         /// void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)`
         allgather: unsafe extern "C" fn(
-            sendbuf: *const c_void,
-            sendcount: c_int,
-            sendtype: MpiDatatype,
-            recvbuf: *mut c_void,
-            recvcount: c_int,
-            recvtype: MpiDatatype,
-            comm: MpiComm,
+            *const c_void, c_int, MpiDatatype, *mut c_void, c_int, MpiDatatype, MpiComm,
         ) -> c_int = c"MPI_Allgather";
         /// `int MPI_Abort(MPI_Comm comm, int errorcode)`
-        abort: unsafe extern "C" fn(comm: MpiComm, errorcode: c_int) -> c_int = c"MPI_Abort";
+        abort: unsafe extern "C" fn(MpiComm, c_int) -> c_int = c"MPI_Abort";
         /// `int MPI_Error_string(int errorcode, char *string, int *resultlen)`
-        error_string: unsafe extern "C" fn(
-            errorcode: c_int,
-            string: *mut c_char,
-            resultlen: *mut c_int,
-        ) -> c_int = c"MPI_Error_string";
+        error_string: unsafe extern "C" fn(c_int, *mut c_char, *mut c_int) -> c_int
+            = c"MPI_Error_string";
     }
 }
 
@@ -140,19 +124,18 @@ impl Library {
     /// of [`LIB_ENV`]), else the first of `candidates` that loads and is Open MPI. The error's
     /// source names every place tried and why each failed.
     pub(crate) fn load(env_path: Option<&OsStr>, candidates: &[&str]) -> Result<Library, MpiError> {
-        let exact = env_path.filter(|p| !p.is_empty()).map(|p| [p]);
+        let exact = env_path.filter(|p| !p.is_empty());
+        let places: Vec<&OsStr> = match exact {
+            Some(path) => vec![path],
+            None => candidates.iter().map(OsStr::new).collect(),
+        };
         // SAFETY: dlopen runs libmpi's ELF initialisers. Open MPI's only register MCA framework
         // state; they take no arguments and need nothing from us (MPI itself is initialised
         // only by MPI_Init_thread). The library lives in a static and is never unloaded, so its
         // finalisers do not run while any of its pointers are in use.
-        let opened = unsafe {
-            match &exact {
-                Some(path) => shmem_dl::Library::open_first("libmpi", path, open_mpi_handles),
-                None => shmem_dl::Library::open_first("libmpi", candidates, open_mpi_handles),
-            }
-        };
+        let opened = unsafe { shmem_dl::Library::open_first("libmpi", &places, open_mpi_handles) };
         let (lib, handles) = opened.map_err(|e| {
-            let hint = match env_path.filter(|p| !p.is_empty()) {
+            let hint = match exact {
                 Some(p) => format!("could not load the MPI library {LIB_ENV}={}", p.display()),
                 None => format!(
                     "could not load Open MPI's libmpi. Install Open MPI (Debian/Ubuntu: openmpi-bin \

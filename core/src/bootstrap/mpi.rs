@@ -14,13 +14,15 @@
 //!   naming the rank that disagreed, instead of the others waiting forever;
 //! - barrier is `MPI_Barrier`; allgather allgathers the payload lengths, then does one
 //!   `MPI_Allgather` of `MPI_BYTE`s with every payload padded to the longest; `global_exit` is
-//!   `MPI_Abort` on the duplicate; `check_alive` is always `Ok` (MPI has no liveness: `mpirun`
-//!   ends the job when a rank dies);
+//!   `MPI_Abort` on the duplicate (on `MPI_COMM_WORLD` if another thread of the instance is in
+//!   a collective on it, or it was freed); `check_alive` is always `Ok` (MPI has no liveness:
+//!   `mpirun` ends the job when a rank dies);
 //! - finalize is collective: a barrier, then `MPI_Comm_free` of the duplicate, then
 //!   `MPI_Finalize`, but only if a bootstrap initialised MPI and this was the last live MPI
 //!   bootstrap of the process. If the application initialised MPI (in C, or with
 //!   [`Mpi::init`]), finalising MPI is left to it. Once MPI is finalised, no MPI bootstrap can be
-//!   created again in this process (MPI cannot be re-initialised).
+//!   created again in this process (MPI cannot be re-initialised). A bootstrap dropped without
+//!   finalize leaves its duplicate allocated (freeing is collective) until MPI is finalised.
 //!
 //! The duplicate's error handler is `MPI_ERRORS_RETURN`, so MPI failures on it are returned
 //! as [`BootstrapError`]s (with the [`MpiError`] as their source) instead of ending the job.
@@ -47,14 +49,13 @@
 //!     --ignored --exact bootstrap::mpi::tests::under_mpirun_global_exit --test-threads 1
 //! ```
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bytemuck::{Pod, Zeroable};
 
 use super::error::{BootstrapError, BootstrapErrorKind};
 use super::{Bootstrap, allgather_records};
-use crate::mpi::{Comm, Mpi, MpiError, MpiErrorKind, ThreadLevel};
+use crate::mpi::{Comm, Mpi, MpiError, MpiErrorKind, OwnedComm, ThreadLevel};
 
 /// Process-wide: how many MPI bootstraps are live, and whether one of them initialised MPI.
 #[derive(Debug)]
@@ -68,8 +69,8 @@ static LIVE: Mutex<Live> = Mutex::new(Live {
     bootstrap_initialised_mpi: false,
 });
 
-fn live() -> MutexGuard<'static, Live> {
-    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// An [`MpiError`] as a bootstrap error, with `what` saying what was being done.
@@ -83,16 +84,16 @@ fn mpi_err(what: String) -> impl FnOnce(MpiError) -> BootstrapError {
     }
 }
 
-/// One bootstrap's place in [`LIVE`]'s count; released once, by finalize or on drop.
+/// One bootstrap's place in [`LIVE`]'s count, given back when it is dropped.
 #[derive(Debug)]
-struct LiveSlot(AtomicBool);
+struct LiveSlot;
 
 impl LiveSlot {
     /// Counts a new bootstrap; initialises MPI first if it is not (then only WORLD and SELF
     /// are accepted). Everything happens under the [`LIVE`] lock, so that a concurrent last
     /// finalize cannot finalise MPI between the check and the count.
-    fn take(mpi: &'static Mpi, parent: Comm) -> Result<LiveSlot, BootstrapError> {
-        let mut l = live();
+    fn take(mpi: &'static Mpi, parent: Comm<'_>) -> Result<LiveSlot, BootstrapError> {
+        let mut l = lock(&LIVE);
         if mpi
             .is_finalized()
             .map_err(mpi_err("MPI_Finalized".into()))?
@@ -117,23 +118,27 @@ impl LiveSlot {
             l.bootstrap_initialised_mpi |= init.map_err(mpi_err("initialising MPI".into()))?;
         }
         l.count += 1;
-        Ok(LiveSlot(AtomicBool::new(true)))
+        Ok(LiveSlot)
     }
 
-    /// Gives the slot back; if it was the last one and a bootstrap initialised MPI, finalises
-    /// MPI (under the [`LIVE`] lock). Does nothing the second time.
-    fn release(&self, mpi: &Mpi, may_finalize: bool) -> Result<(), BootstrapError> {
-        if !self.0.swap(false, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let mut l = live();
-        l.count = l.count.saturating_sub(1);
-        if l.count == 0 && l.bootstrap_initialised_mpi && may_finalize {
+    /// Gives the slot back; then, if no bootstrap is left and one initialised MPI, finalises
+    /// MPI (under the [`LIVE`] lock, so that no bootstrap is created meanwhile).
+    fn finalize(self, mpi: &Mpi) -> Result<(), BootstrapError> {
+        drop(self);
+        let mut l = lock(&LIVE);
+        if l.count == 0 && l.bootstrap_initialised_mpi {
             l.bootstrap_initialised_mpi = false;
             let what = "finalising MPI, which a bootstrap initialised, after the last one";
             mpi.finalize().map_err(mpi_err(what.into()))?;
         }
         Ok(())
+    }
+}
+
+impl Drop for LiveSlot {
+    fn drop(&mut self) {
+        let mut l = lock(&LIVE);
+        l.count = l.count.saturating_sub(1);
     }
 }
 
@@ -150,15 +155,13 @@ struct Member {
 #[derive(Debug)]
 pub(crate) struct MpiBootstrap {
     mpi: &'static Mpi,
-    /// Our duplicate of the communicator we were given.
-    comm: Comm,
     me: Member,
     /// The communicator's size (equal to `n_pes` once the membership is checked).
     size: usize,
-    /// Serialises this instance's collectives (one communicator, one collective at a time).
-    ops: Mutex<()>,
-    finalized: AtomicBool,
-    slot: LiveSlot,
+    /// Until finalize: our duplicate of the communicator we were given, and our place in
+    /// [`LIVE`]'s count. The lock serialises this instance's collectives (one communicator,
+    /// one collective at a time).
+    live: Mutex<Option<(OwnedComm, LiveSlot)>>,
 }
 
 /// The padded width of every rank's slot: the longest payload. Fails (identically on every
@@ -190,7 +193,7 @@ impl MpiBootstrap {
     /// rank's rank and size in `comm` must be `my_pe` and `n_pes`, and every rank must pass
     /// the same `instance_id`; otherwise every rank fails naming the rank that disagrees.
     pub(crate) fn new(
-        comm: Option<Comm>,
+        comm: Option<Comm<'_>>,
         my_pe: u32,
         n_pes: u32,
         instance_id: u64,
@@ -204,35 +207,31 @@ impl MpiBootstrap {
         let parent = comm.unwrap_or_else(|| mpi.world());
         let slot = LiveSlot::take(mpi, parent)?;
         let what = format!("MPI bootstrap of instance {instance_id}, PE {my_pe}");
-        let dup = match parent.dup() {
-            Ok(dup) => dup,
-            Err(e) => {
-                let _ = slot.release(mpi, false);
-                return Err(mpi_err(format!("{what}: MPI_Comm_dup"))(e));
-            }
-        };
-        let mut me = MpiBootstrap {
+        let dup = parent
+            .dup()
+            .map_err(mpi_err(format!("{what}: MPI_Comm_dup")))?;
+        let size = dup
+            .comm()
+            .set_errors_return()
+            .and_then(|()| dup.comm().size());
+        let me = MpiBootstrap {
             mpi,
-            comm: dup,
             me: Member {
                 pe: my_pe,
                 n_pes,
                 instance_id,
             },
-            size: 0,
-            ops: Mutex::new(()),
-            finalized: AtomicBool::new(false),
-            slot,
+            size: size
+                .as_ref()
+                .map_or(0, |&s| usize::try_from(s).unwrap_or(0)),
+            live: Mutex::new(Some((dup, slot))),
         };
-        let setup = me.comm.set_errors_return().and_then(|()| me.comm.size());
-        let setup = setup.map_err(mpi_err(format!("{what}: setting MPI_ERRORS_RETURN")));
-        let joined = setup.and_then(|size| {
-            me.size = usize::try_from(size).unwrap_or(0);
-            me.verify_membership()
-        });
-        if let Err(e) = joined {
-            // Every rank fails alike, so every rank frees its duplicate; `Drop` releases the slot.
-            let _ = me.comm.free();
+        let setup = size.map_err(mpi_err(format!("{what}: setting MPI_ERRORS_RETURN")));
+        if let Err(e) = setup.and_then(|_| me.verify_membership()) {
+            // Every rank fails alike, so every rank frees its duplicate (the slot is dropped).
+            if let Some((dup, _slot)) = lock(&me.live).take() {
+                let _ = dup.free();
+            }
             return Err(e);
         }
         tracing::debug!("{what}: joined");
@@ -261,7 +260,7 @@ impl MpiBootstrap {
             return Ok(());
         }
         let (pe, n, id) = (self.me.pe, self.me.n_pes, self.me.instance_id);
-        let rank = self.comm.rank().unwrap_or(-1);
+        let rank = self.collective(|c| Ok(c.rank().unwrap_or(-1)))?;
         let more = bad.len().saturating_sub(4);
         let bad = bad[..bad.len().min(4)].join("; ");
         Err(BootstrapError::invalid(format!(
@@ -280,51 +279,56 @@ impl MpiBootstrap {
         mpi_err(format!("MPI bootstrap of instance {id}, PE {pe}: {op}"))
     }
 
-    /// The per-instance lock, after checking that the bootstrap is not finalised.
-    fn begin(&self) -> Result<MutexGuard<'_, ()>, BootstrapError> {
-        let g = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
-        if self.finalized.load(Ordering::Acquire) {
-            let m = format!(
-                "the MPI bootstrap of PE {} was already finalized",
-                self.me.pe
-            );
-            return Err(BootstrapError::new(BootstrapErrorKind::Finalized, m));
+    /// Runs `f` on our duplicate under the per-instance lock, unless the bootstrap was
+    /// finalized.
+    fn collective<T>(
+        &self,
+        f: impl FnOnce(Comm<'_>) -> Result<T, BootstrapError>,
+    ) -> Result<T, BootstrapError> {
+        match &*lock(&self.live) {
+            Some((dup, _)) => f(dup.comm()),
+            None => {
+                let m = format!(
+                    "the MPI bootstrap of PE {} was already finalized",
+                    self.me.pe
+                );
+                Err(BootstrapError::new(BootstrapErrorKind::Finalized, m))
+            }
         }
-        Ok(g)
     }
 }
 
 impl Bootstrap for MpiBootstrap {
     fn barrier(&self) -> Result<(), BootstrapError> {
-        let _ops = self.begin()?;
-        self.comm.barrier().map_err(self.err("barrier"))
+        self.collective(|c| c.barrier().map_err(self.err("barrier")))
     }
 
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
-        let _ops = self.begin()?;
-        let mut raw = vec![0u8; 8 * self.size];
-        let len = (mine.len() as u64).to_le_bytes();
-        let lengths = self.comm.allgather_bytes(&len, &mut raw);
-        lengths.map_err(self.err("allgather of the payload lengths"))?;
-        let len = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        let lens: Vec<usize> = raw
-            .chunks_exact(8)
-            .map(|c| usize::try_from(len(c)).unwrap_or(usize::MAX))
-            .collect();
-        let width = padded_width(&lens)?;
-        if width == 0 {
-            return Ok(vec![Vec::new(); self.size]);
-        }
-        let mut send = mine.to_vec();
-        send.resize(width, 0);
-        let mut recv = vec![0u8; width * self.size];
-        let payloads = self.comm.allgather_bytes(&send, &mut recv);
-        payloads.map_err(self.err("allgather of the payloads"))?;
-        Ok(recv
-            .chunks_exact(width)
-            .zip(lens)
-            .map(|(c, l)| c[..l].to_vec())
-            .collect())
+        self.collective(|c| {
+            let mut raw = vec![0u8; 8 * self.size];
+            let len = (mine.len() as u64).to_le_bytes();
+            let lengths = c.allgather_bytes(&len, &mut raw);
+            lengths.map_err(self.err("allgather of the payload lengths"))?;
+            let len = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            let lens: Vec<usize> = raw
+                .chunks_exact(8)
+                .map(|c| usize::try_from(len(c)).unwrap_or(usize::MAX))
+                .collect();
+            let width = padded_width(&lens)?;
+            if width == 0 {
+                return Ok(vec![Vec::new(); self.size]);
+            }
+            let mut send = mine.to_vec();
+            send.resize(width, 0);
+            let mut recv = vec![0u8; width * self.size];
+            let payloads = c.allgather_bytes(&send, &mut recv);
+            payloads.map_err(self.err("allgather of the payloads"))?;
+            Ok(recv
+                .chunks_exact(width)
+                .zip(lens)
+                .map(|(c, l)| c[..l].to_vec())
+                .collect())
+        })
     }
 
     fn check_alive(&self) -> Result<(), BootstrapError> {
@@ -333,38 +337,30 @@ impl Bootstrap for MpiBootstrap {
     }
 
     fn global_exit(&self, status: i32) {
-        // Our duplicate, or (if it was freed already) MPI_COMM_WORLD.
-        if let Err(e) = self
-            .comm
-            .abort(status)
-            .or_else(|_| self.mpi.world().abort(status))
-        {
+        // Our duplicate, or MPI_COMM_WORLD if it was freed or another thread of this instance
+        // is in a collective on it (and holds the lock).
+        let world = self.mpi.world();
+        let live = self.live.try_lock().ok();
+        let dup = live
+            .as_deref()
+            .and_then(Option::as_ref)
+            .map(|(c, _)| c.comm());
+        let aborted = dup.unwrap_or(world).abort(status);
+        if let Err(e) = aborted.or_else(|_| world.abort(status)) {
             tracing::debug!("mpi bootstrap: {e}; the caller exits, and mpirun then ends the job");
         }
     }
 
     fn finalize(&self) -> Result<(), BootstrapError> {
-        let ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
-        if self.finalized.swap(true, Ordering::AcqRel) {
+        let Some((dup, slot)) = lock(&self.live).take() else {
             return Ok(());
-        }
-        let barrier = self
-            .comm
+        };
+        let barrier = dup
+            .comm()
             .barrier()
             .map_err(self.err("the finalize barrier"));
-        let free = self
-            .comm
-            .free()
-            .map_err(self.err("freeing the communicator"));
-        drop(ops);
-        barrier.and(free).and(self.slot.release(self.mpi, true))
-    }
-}
-
-impl Drop for MpiBootstrap {
-    fn drop(&mut self) {
-        // Never frees the duplicate or finalises MPI from a drop: both are collective.
-        let _ = self.slot.release(self.mpi, false);
+        let free = dup.free().map_err(self.err("freeing the communicator"));
+        barrier.and(free).and(slot.finalize(self.mpi))
     }
 }
 
@@ -425,6 +421,11 @@ mod tests {
         (var("OMPI_COMM_WORLD_RANK"), var("OMPI_COMM_WORLD_SIZE"))
     }
 
+    /// The raw handle of a bootstrap's duplicate (0 once finalized).
+    fn dup_of(b: &MpiBootstrap) -> usize {
+        lock(&b.live).as_ref().map_or(0, |(dup, _)| dup.as_raw())
+    }
+
     /// A payload whose length and content depend on the PE, the round and a tag.
     fn payload(pe: u32, round: u32, tag: u8) -> Vec<u8> {
         let len = ((pe * 37 + round * 11 + u32::from(tag)) % 300) as usize;
@@ -464,8 +465,8 @@ mod tests {
         let a = MpiBootstrap::new(None, rank, size, 1).expect("bootstrap a");
         assert!(mpi.is_initialized().unwrap());
         let b = MpiBootstrap::new(None, rank, size, 2).expect("bootstrap b");
-        assert_ne!(a.comm, b.comm);
-        assert_ne!(a.comm, mpi.world());
+        assert_ne!(dup_of(&a), dup_of(&b));
+        assert_ne!(dup_of(&a), mpi.world().as_raw());
 
         // An instance over the even ranks of a split; odd ranks are not part of it.
         let world = mpi.world();
@@ -473,8 +474,9 @@ mod tests {
             .split((rank % 2 == 0).then_some(0), rank as i32)
             .expect("split");
         assert_eq!(evens.is_some(), rank % 2 == 0);
-        let c = evens.map(|comm| {
-            MpiBootstrap::new(Some(comm), rank / 2, size.div_ceil(2), 3).expect("bootstrap c")
+        let c = evens.as_ref().map(|comm| {
+            MpiBootstrap::new(Some(comm.comm()), rank / 2, size.div_ceil(2), 3)
+                .expect("bootstrap c")
         });
 
         // Interleaved collectives on both instances over WORLD and on the split one.
