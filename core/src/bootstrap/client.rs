@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::net::{Shutdown, TcpStream};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -21,9 +21,9 @@ use rustix::net::SendFlags;
 use serde::Serialize;
 
 use super::error::{BootstrapError, BootstrapErrorKind as Kind};
-use super::fmt_dur;
 use super::frames::{self, Blob, FrameBuf, Hello, MAX_FRAME, NOTICE, Reply, Request};
 use super::url::BootstrapUrl;
+use super::{fmt_dur, lock};
 
 /// Retry pause bounds while the server is not reachable yet.
 const RETRY_MIN: Duration = Duration::from_millis(1);
@@ -33,10 +33,6 @@ const CONNECT_ATTEMPT_MAX: Duration = Duration::from_secs(2);
 
 fn refused(e: &BootstrapError) -> bool {
     matches!(e.kind(), Kind::Refused(_))
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// What the reader thread and the requests share.
@@ -70,6 +66,11 @@ impl Shared {
         self.arrived.notify_all();
     }
 
+    /// Raises the alarm (the first one raised stays).
+    fn raise(&self, e: &BootstrapError) {
+        lock(&self.state).alarm.get_or_insert_with(|| e.clone());
+    }
+
     fn server_lost(&self, what: &str) -> BootstrapError {
         let url = &self.url;
         let m = format!("lost the connection to the bootstrap server {url} of PE 0: {what}");
@@ -88,8 +89,7 @@ impl Shared {
             }
             loop {
                 let frame = rbuf.next_frame();
-                let frame = frame.and_then(|f| f.map(frames::decode).transpose());
-                let (id, reply) = match frame {
+                let (id, reply) = match frame.and_then(|f| f.map(frames::decode).transpose()) {
                     Ok(Some(f)) => f,
                     Ok(None) => break,
                     Err(e) => {
@@ -106,8 +106,8 @@ impl Shared {
                     (NOTICE, Reply::Failed(kind, m)) => {
                         s.alarm.get_or_insert_with(|| BootstrapError::new(kind, m));
                     }
+                    // Only requests still waiting keep their reply.
                     (id, reply) => {
-                        // Only requests still waiting keep their reply.
                         if let Some(slot) = s.replies.get_mut(&id) {
                             *slot = Some(reply);
                         }
@@ -144,13 +144,12 @@ impl Client {
         let mut pause = RETRY_MIN;
         let mut last = BootstrapError::new(Kind::Connect, "no connection attempt was made");
         loop {
-            for addr in url.resolve().unwrap_or_else(|e| {
+            let addrs = url.resolve().unwrap_or_else(|e| {
                 last = e;
                 Vec::new()
-            }) {
-                let attempt = left()
-                    .unwrap_or(CONNECT_ATTEMPT_MAX)
-                    .min(CONNECT_ATTEMPT_MAX);
+            });
+            for addr in addrs {
+                let attempt = left().map_or(CONNECT_ATTEMPT_MAX, |l| l.min(CONNECT_ATTEMPT_MAX));
                 if attempt.is_zero() {
                     break;
                 }
@@ -237,13 +236,8 @@ impl Client {
         }
     }
 
-    fn raise(&self, e: &BootstrapError) {
-        lock(&self.shared.state)
-            .alarm
-            .get_or_insert_with(|| e.clone());
-    }
-
-    /// Sends `msg` and waits until `deadline` for its reply.
+    /// Sends `msg` and waits until `deadline` for its reply. A `Failed` reply is returned as
+    /// the error, and raises the alarm if it says the job is broken.
     fn request(
         &self,
         msg: &impl Serialize,
@@ -288,7 +282,17 @@ impl Client {
             s = woken.unwrap_or_else(PoisonError::into_inner).0;
         };
         s.replies.remove(&id);
-        result
+        drop(s);
+        match result? {
+            Reply::Failed(kind, m) => {
+                let e = BootstrapError::new(kind, m);
+                if matches!(e.kind(), Kind::PeerLost { .. } | Kind::GlobalExit { .. }) {
+                    self.shared.raise(&e);
+                }
+                Err(e)
+            }
+            reply => Ok(reply),
+        }
     }
 
     /// Writes a whole frame; a failure or the send timeout leaves the connection unusable.
@@ -347,13 +351,6 @@ impl Client {
             (Reply::Gathered(parts), Some(_)) if parts.len() == self.n_pes as usize => {
                 Ok(parts.into_iter().map(|b| b.0).collect())
             }
-            (Reply::Failed(kind, m), _) => {
-                let e = BootstrapError::new(kind, m);
-                if matches!(e.kind(), Kind::PeerLost { .. } | Kind::GlobalExit { .. }) {
-                    self.raise(&e);
-                }
-                Err(e)
-            }
             (r, _) => Err(self.unexpected(&what, &r)),
         }
     }
@@ -363,7 +360,6 @@ impl Client {
         let _seq = lock(&self.seq);
         match self.request(&Request::Bye, "goodbye", deadline)? {
             Reply::Done => Ok(()),
-            Reply::Failed(kind, m) => Err(BootstrapError::new(kind, m)),
             r => Err(self.unexpected("goodbye", &r)),
         }
     }
@@ -376,31 +372,20 @@ impl Client {
     /// Sends Exit{status} and waits (until `deadline`) for the server to take it. Works
     /// while another thread of this PE is blocked in a request.
     pub(crate) fn global_exit(&self, status: i32, deadline: Option<Instant>) {
+        let pe = self.my_pe;
         if let Err(e) = self.request(&Request::Exit { status }, "global_exit", deadline) {
             tracing::debug!(
-                pe = self.my_pe,
+                pe,
                 "bootstrap: global_exit({status}) did not reach the server: {e}"
             );
         }
-        let m = format!(
-            "PE {} called global_exit({status}): the job is ending",
-            self.my_pe
-        );
-        self.raise(&BootstrapError::new(
-            Kind::GlobalExit {
-                pe: self.my_pe,
-                status,
-            },
-            m,
-        ));
+        self.shared.raise(&BootstrapError::global_exit(pe, status));
     }
 
     /// Closes the connection and joins the reader; later requests fail as finalized.
     pub(crate) fn close(&self) {
-        let m = format!("the bootstrap of PE {} was already finalized", self.my_pe);
-        lock(&self.shared.state)
-            .broken
-            .get_or_insert_with(|| BootstrapError::new(Kind::Finalized, m));
+        let finalized = BootstrapError::finalized(self.my_pe);
+        lock(&self.shared.state).broken.get_or_insert(finalized);
         let _ = self.shared.stream.shutdown(Shutdown::Both);
         if let Some(t) = lock(&self.reader).take() {
             let _ = t.join();

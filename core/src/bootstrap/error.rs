@@ -136,6 +136,18 @@ impl BootstrapError {
         BootstrapError::new(BootstrapErrorKind::Protocol, message)
     }
 
+    /// PE `pe` called `global_exit(status)`.
+    pub(crate) fn global_exit(pe: u32, status: i32) -> BootstrapError {
+        let m = format!("PE {pe} called global_exit({status}): the job is ending");
+        BootstrapError::new(BootstrapErrorKind::GlobalExit { pe, status }, m)
+    }
+
+    /// The bootstrap of PE `pe` was finalized already.
+    pub(crate) fn finalized(pe: u32) -> BootstrapError {
+        let m = format!("the bootstrap of PE {pe} was already finalized");
+        BootstrapError::new(BootstrapErrorKind::Finalized, m)
+    }
+
     /// A local failure while doing `context`.
     pub(crate) fn io(context: impl Into<String>, e: impl Into<std::io::Error>) -> BootstrapError {
         BootstrapError::new(BootstrapErrorKind::Io, context).with_source(e.into())

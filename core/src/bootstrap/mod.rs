@@ -30,6 +30,7 @@ pub(crate) mod uid;
 pub(crate) mod url;
 
 use std::net::TcpListener;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytemuck::Pod;
@@ -159,6 +160,12 @@ fn prebound_listener(listener: &Listener, port: u16) -> Result<TcpListener, Boot
         )));
     }
     Ok(socket)
+}
+
+/// Locks `m`, also if a thread panicked while holding it (the bootstrap's state stays
+/// consistent across a panic: every critical section is a few assignments).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Formats a duration for messages: "300 ms", "3.0 s", "120 s".

@@ -49,12 +49,12 @@
 //!     --ignored --exact bootstrap::mpi::tests::under_mpirun_global_exit --test-threads 1
 //! ```
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 use bytemuck::{Pod, Zeroable};
 
 use super::error::{BootstrapError, BootstrapErrorKind};
-use super::{Bootstrap, allgather_records};
+use super::{Bootstrap, allgather_records, lock};
 use crate::mpi::{Comm, Mpi, MpiError, MpiErrorKind, OwnedComm, ThreadLevel};
 
 /// Process-wide: how many MPI bootstraps are live, and whether one of them initialised MPI.
@@ -68,10 +68,6 @@ static LIVE: Mutex<Live> = Mutex::new(Live {
     count: 0,
     bootstrap_initialised_mpi: false,
 });
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// An [`MpiError`] as a bootstrap error, with `what` saying what was being done.
 fn mpi_err(what: String) -> impl FnOnce(MpiError) -> BootstrapError {
@@ -287,13 +283,7 @@ impl MpiBootstrap {
     ) -> Result<T, BootstrapError> {
         match &*lock(&self.live) {
             Some((dup, _)) => f(dup.comm()),
-            None => {
-                let m = format!(
-                    "the MPI bootstrap of PE {} was already finalized",
-                    self.me.pe
-                );
-                Err(BootstrapError::new(BootstrapErrorKind::Finalized, m))
-            }
+            None => Err(BootstrapError::finalized(self.me.pe)),
         }
     }
 }

@@ -92,35 +92,33 @@ impl ServerHandle {
         Ok(ServerHandle { stop, thread })
     }
 
-    /// Waits up to `timeout` for the server to end on its own; true if it did.
-    pub(crate) fn wait_finished(&self, timeout: Duration) -> bool {
+    /// Gives the server up to `grace` to end on its own, then stops it (closing every
+    /// connection and the listener) and joins its thread. True if it ended on its own.
+    pub(crate) fn stop(&mut self, grace: Duration) -> bool {
         let start = Instant::now();
-        while !self.thread.as_ref().is_none_or(JoinHandle::is_finished) {
-            if start.elapsed() >= timeout {
-                return false;
-            }
+        let running = |h: &ServerHandle| !h.thread.as_ref().is_none_or(JoinHandle::is_finished);
+        while running(self) && start.elapsed() < grace {
             std::thread::sleep(Duration::from_millis(2));
         }
-        true
-    }
-
-    /// Stops the server (closing every connection and the listener) and joins its thread.
-    pub(crate) fn stop(&mut self) {
+        let ended = !running(self);
         drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        ended
     }
 }
 
 impl Drop for ServerHandle {
     fn drop(&mut self) {
-        self.stop();
+        self.stop(Duration::ZERO);
     }
 }
 
-/// Why requests fail: the kind and the message the PEs get.
-type Failure = (Kind, String);
+/// A failure as the reply that tells a PE (its kind and message; the source stays here).
+fn failed(e: &BootstrapError) -> Reply {
+    Reply::Failed(e.kind().clone(), e.message().to_owned())
+}
 
 #[derive(Debug)]
 struct Conn {
@@ -185,9 +183,9 @@ struct Server {
     conns: Vec<Option<Conn>>,
     slots: Vec<Slot>,
     round: Round,
-    last_failed: Option<(u64, Failure)>,
+    last_failed: Option<(u64, BootstrapError)>,
     /// Why every request fails now: a global exit, else a lost rank.
-    broken: Option<Failure>,
+    broken: Option<BootstrapError>,
     started: Instant,
     grace_deadline: Option<Instant>,
     accept_pause: Option<Instant>,
@@ -292,15 +290,18 @@ impl Server {
         self.grace_deadline.is_some_and(|g| !connected || now >= g)
     }
 
-    fn round_deadline(&self) -> Option<Instant> {
-        let r = &self.round;
-        match (r.count, r.seq) {
-            (0, _) => None,
-            (_, 1) => self.started.checked_add(self.p.init_timeout),
-            _ => r
-                .first_arrival
-                .and_then(|t| t.checked_add(self.p.op_timeout)),
+    /// When the current collective's clock started (for the init rendezvous, with the
+    /// server; else at the first arrival) and how long it may take.
+    fn round_bounds(&self) -> (Option<Instant>, Duration) {
+        match self.round.seq {
+            1 => (Some(self.started), self.p.init_timeout),
+            _ => (self.round.first_arrival, self.p.op_timeout),
         }
+    }
+
+    fn round_deadline(&self) -> Option<Instant> {
+        let (start, limit) = self.round_bounds();
+        start.filter(|_| self.round.count > 0)?.checked_add(limit)
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -321,8 +322,8 @@ impl Server {
             self.accept_pause = None;
         }
         if self.round_deadline().is_some_and(|t| now >= t) {
-            let f = self.round_timeout();
-            self.fail_round(f);
+            let e = self.round_timeout();
+            self.fail_round(&e);
         }
         let limit = fmt_dur(&self.p.init_timeout.min(HELLO_TIMEOUT_MAX));
         for c in self.conns.iter_mut().flatten() {
@@ -333,7 +334,7 @@ impl Server {
         }
     }
 
-    fn round_timeout(&self) -> Failure {
+    fn round_timeout(&self) -> BootstrapError {
         let r = &self.round;
         let missing: Vec<u32> = (0..self.p.n_pes)
             .filter(|&p| r.arrivals[p as usize].is_none())
@@ -356,15 +357,8 @@ impl Server {
                 format!("{} never arrived at {op} #{seq}{inst}", fmt_pes(&missing))
             }
         };
-        let after = fmt_dur(if seq == 1 {
-            &self.p.init_timeout
-        } else {
-            &self.p.op_timeout
-        });
-        (
-            Kind::Timeout { missing },
-            format!("timed out after {after}: {what}"),
-        )
+        let after = fmt_dur(&self.round_bounds().1);
+        BootstrapError::timeout(missing, format!("timed out after {after}: {what}"))
     }
 
     // ------------------------------------------------------------------ connections
@@ -541,7 +535,7 @@ impl Server {
                 let peer = c.peer;
                 let m = format!("PE {rank} was lost: it {reason} (connection from {peer}){hint}");
                 tracing::debug!("bootstrap: {m}");
-                self.break_job((Kind::PeerLost { pe: rank }, m), rank);
+                self.break_job(BootstrapError::new(Kind::PeerLost { pe: rank }, m), rank);
                 Slot::Lost
             }
         };
@@ -628,19 +622,19 @@ impl Server {
         }
     }
 
-    /// Fails the current and all later requests with `f`, and tells every member but
+    /// Fails the current and all later requests with `e`, and tells every member but
     /// `rank` (who lost its connection or exited) with a notice.
-    fn break_job(&mut self, f: Failure, rank: u32) {
-        let is_exit = matches!(f.0, Kind::GlobalExit { .. });
+    fn break_job(&mut self, e: BootstrapError, rank: u32) {
+        let is_exit = |e: &BootstrapError| matches!(e.kind(), Kind::GlobalExit { .. });
         if self
             .broken
             .as_ref()
-            .is_none_or(|b| is_exit && !matches!(b.0, Kind::GlobalExit { .. }))
+            .is_none_or(|b| is_exit(&e) && !is_exit(b))
         {
-            self.broken = Some(f.clone());
+            self.broken = Some(e.clone());
         }
-        self.fail_round(f.clone());
-        let Ok(notice) = frames::encode(frames::NOTICE, &Reply::Failed(f.0, f.1)) else {
+        self.fail_round(&e);
+        let Ok(notice) = frames::encode(frames::NOTICE, &failed(&e)) else {
             return;
         };
         let notice = Rc::new(notice);
@@ -668,16 +662,15 @@ impl Server {
             Request::Exit { status } => {
                 *slot = Slot::Exiting(i);
                 self.send(i, id, &Reply::Done);
-                let m = format!("PE {rank} called global_exit({status}): the job is ending");
-                self.break_job((Kind::GlobalExit { pe: rank, status }, m), rank);
+                self.break_job(BootstrapError::global_exit(rank, status), rank);
             }
             _ if matches!(slot, Slot::Leaving(_)) => {
                 let m = format!("PE {rank} sent a request after its goodbye");
-                self.send(i, id, &Reply::Failed(Kind::Protocol, m));
+                self.send(i, id, &failed(&BootstrapError::protocol(m)));
             }
             _ if self.broken.is_some() => {
-                let (kind, m) = self.broken.clone().expect("checked");
-                self.send(i, id, &Reply::Failed(kind, m));
+                let reply = self.broken.as_ref().map(failed).expect("checked");
+                self.send(i, id, &reply);
             }
             Request::Barrier { seq } => self.arrive(rank, id, seq, None),
             Request::Allgather { seq, data } => self.arrive(rank, id, seq, Some(data.0)),
@@ -698,23 +691,22 @@ impl Server {
                  the PEs do not call barrier/allgather the same number of times"
             );
             let remembered = self.last_failed.as_ref().filter(|(s, _)| *s == seq);
-            Some(remembered.map_or((Kind::Protocol, m), |(_, f)| f.clone()))
+            Some(remembered.map_or_else(|| BootstrapError::protocol(m), |(_, e)| e.clone()))
         } else if arrived.contains(&rank) {
-            Some((
-                Kind::Protocol,
-                format!("PE {rank} entered collective #{seq} twice"),
-            ))
+            let m = format!("PE {rank} entered collective #{seq} twice");
+            Some(BootstrapError::protocol(m))
         } else if let Some(other) = r.gather.filter(|&g| g != gather).map(op_name) {
             let them = fmt_pes(&arrived);
             let m =
                 format!("PE {rank} called {op} as collective #{seq} while {them} called {other}");
-            self.fail_round((Kind::Protocol, m.clone()));
-            Some((Kind::Protocol, m))
+            let e = BootstrapError::protocol(m);
+            self.fail_round(&e);
+            Some(e)
         } else {
             None
         };
-        if let Some((kind, m)) = failure {
-            return self.reply(rank, id, &Reply::Failed(kind, m));
+        if let Some(e) = failure {
+            return self.reply(rank, id, &failed(&e));
         }
         let r = &mut self.round;
         r.gather = Some(gather);
@@ -762,7 +754,7 @@ impl Server {
                         "allgather #{} would return more than {MAX_FRAME} bytes",
                         round.seq
                     );
-                    self.reply(rank, id, &Reply::Failed(Kind::Invalid, m));
+                    self.reply(rank, id, &failed(&BootstrapError::invalid(m)));
                 }
                 _ => {}
             }
@@ -771,16 +763,16 @@ impl Server {
 
     /// Fails the current round (if anyone is waiting in it) and remembers the failure for
     /// the ranks that arrive at it later.
-    fn fail_round(&mut self, f: Failure) {
+    fn fail_round(&mut self, e: &BootstrapError) {
         if self.round.count == 0 {
             return;
         }
         let round = self.next_round();
         for (rank, a) in (0..self.p.n_pes).zip(round.arrivals) {
             if let Some((id, _)) = a {
-                self.reply(rank, id, &Reply::Failed(f.0.clone(), f.1.clone()));
+                self.reply(rank, id, &failed(e));
             }
         }
-        self.last_failed = Some((round.seq, f));
+        self.last_failed = Some((round.seq, e.clone()));
     }
 }

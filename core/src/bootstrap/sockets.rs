@@ -8,23 +8,21 @@
 
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
+
+use super::lock;
 
 /// Bound sockets of the ids this process made, with their secrets.
 static LISTENERS: Mutex<Vec<([u8; 16], TcpListener)>> = Mutex::new(Vec::new());
 
-fn listeners() -> MutexGuard<'static, Vec<([u8; 16], TcpListener)>> {
-    LISTENERS.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// Keeps `l`, the socket of the id with `secret`.
 pub(crate) fn keep(secret: [u8; 16], l: TcpListener) {
-    listeners().push((secret, l));
+    lock(&LISTENERS).push((secret, l));
 }
 
 /// Removes and returns the socket of the id with `secret` whose descriptor is `fd`.
 pub(crate) fn take(secret: &[u8; 16], fd: i32) -> Option<TcpListener> {
-    let mut reg = listeners();
+    let mut reg = lock(&LISTENERS);
     let i = reg
         .iter()
         .position(|(s, l)| s == secret && l.as_raw_fd() == fd)?;

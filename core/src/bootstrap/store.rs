@@ -6,7 +6,7 @@
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::client::Client;
@@ -14,7 +14,7 @@ use super::error::BootstrapError;
 use super::frames::{Hello, MAGIC, VERSION};
 use super::server::{ServerHandle, ServerParams};
 use super::url::BootstrapUrl;
-use super::{Bootstrap, fmt_dur};
+use super::{Bootstrap, fmt_dur, lock};
 
 /// Everything a PE needs to join the config store of one instance.
 #[derive(Debug)]
@@ -45,7 +45,6 @@ fn reply_grace(t: Duration) -> Duration {
 pub(crate) struct StoreBootstrap {
     client: Client,
     server: Mutex<Option<ServerHandle>>,
-    url: BootstrapUrl,
     my_pe: u32,
     op_timeout: Duration,
     finalized: AtomicBool,
@@ -89,7 +88,6 @@ impl StoreBootstrap {
         let b = StoreBootstrap {
             client,
             server: Mutex::new(server),
-            url: cfg.url,
             my_pe: me,
             op_timeout: job.op_timeout,
             finalized: AtomicBool::new(false),
@@ -99,7 +97,7 @@ impl StoreBootstrap {
         let deadline = Instant::now().checked_add(job.init_timeout + reply_grace(job.init_timeout));
         b.client.collective("the init rendezvous", None, deadline)?;
         let took = fmt_dur(&start.elapsed());
-        tracing::debug!("bootstrap: PE {me} joined {} in {took}", b.url);
+        tracing::debug!("bootstrap: PE {me} joined {} in {took}", cfg.url);
         Ok(b)
     }
 
@@ -107,20 +105,6 @@ impl StoreBootstrap {
         Instant::now().checked_add(self.op_timeout + reply_grace(self.op_timeout))
     }
 
-    /// Stops PE 0's server: after it finished on its own within `wait`, or at once (`None`).
-    fn stop_server(&self, wait: Option<Duration>) {
-        let handle = self
-            .server
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(mut h) = handle {
-            if let Some(wait) = wait {
-                h.wait_finished(wait);
-            }
-            h.stop();
-        }
-    }
 }
 
 impl Bootstrap for StoreBootstrap {
@@ -155,7 +139,9 @@ impl Bootstrap for StoreBootstrap {
         let bye = self.client.bye(self.op_deadline());
         self.client.close();
         // The server gives the others op_timeout after PE 0's goodbye; wait a little longer.
-        self.stop_server(Some(self.op_timeout + Duration::from_secs(1)));
+        if let Some(mut server) = lock(&self.server).take() {
+            server.stop(self.op_timeout + Duration::from_secs(1));
+        }
         barrier.map(drop).and(bye)
     }
 }
@@ -166,7 +152,7 @@ impl Drop for StoreBootstrap {
             tracing::debug!("bootstrap: PE {} dropped without finalize", self.my_pe);
             // Server first: like the death of PE 0's process, the others see the server go
             // (ServerLost), not PE 0's client leave (PeerLost).
-            self.stop_server(None);
+            drop(lock(&self.server).take());
             self.client.close();
         }
     }

@@ -373,7 +373,7 @@ fn handshake_refusals() {
     };
     assert_eq!(reason, RefuseReason::RankGone);
     assert!(m.contains("PE 2 was lost"), "{m}");
-    server.stop();
+    assert!(!server.stop(Duration::ZERO), "PEs 0 and 1 never left");
 }
 
 #[test]
@@ -411,11 +411,7 @@ fn a_finishing_job_refuses_with_a_retryable_reason() {
     assert!(RefuseReason::ShuttingDown.is_retryable() && !RefuseReason::RankGone.is_retryable());
     pe0.bye(d()).expect("PE 0's bye");
     pe0.close();
-    assert!(
-        server.wait_finished(LONG),
-        "the server ends once every PE left"
-    );
-    server.stop();
+    assert!(server.stop(LONG), "the server ends once every PE left");
 }
 
 #[test]
