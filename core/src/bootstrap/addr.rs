@@ -7,8 +7,11 @@
 //! `PORT` is decimal ASCII digits (no sign, no blanks) up to 65535; callers check its range
 //! and which hosts their syntax allows.
 
+use std::fmt;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV6, TcpListener, ToSocketAddrs};
+use std::net::{
+    IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, SocketAddrV6, TcpListener, ToSocketAddrs,
+};
 
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
@@ -28,6 +31,15 @@ pub(crate) enum Host {
     Ip(IpAddr),
     /// A host name, resolved when used.
     Name(String),
+}
+
+impl fmt::Display for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Host::Ip(a) => a.fmt(f),
+            Host::Name(n) => f.write_str(n),
+        }
+    }
 }
 
 /// A parsed `host:port` or `[host]:port`.
@@ -140,22 +152,19 @@ pub(crate) fn parse_port(s: &str) -> Option<u16> {
 /// addresses first, or only IPv6 ones when `v6_only`.
 pub(crate) fn resolve(hp: &HostPort, v6_only: bool) -> Result<Vec<SocketAddr>, BootstrapError> {
     let mut addrs: Vec<SocketAddr> = match &hp.host {
-        Host::Ip(IpAddr::V6(a)) => {
+        Host::Ip(ip) => {
             let scope_id = match hp.scope.as_deref() {
                 None => 0,
-                Some(s) => match s.parse::<u32>() {
-                    Ok(i) => i,
-                    Err(_) => nix::net::if_::if_nametoindex(s).map_err(|e| {
-                        BootstrapError::address(format!(
-                            "scope {s:?} is not a network interface of this machine"
-                        ))
-                        .with_source(io::Error::from(e))
+                Some(s) => s
+                    .parse()
+                    .or_else(|_| nix::net::if_::if_nametoindex(s))
+                    .map_err(|e| {
+                        let m = format!("scope {s:?} is not a network interface of this machine");
+                        BootstrapError::address(m).with_source(io::Error::from(e))
                     })?,
-                },
             };
-            vec![SocketAddr::V6(SocketAddrV6::new(*a, hp.port, 0, scope_id))]
+            vec![socket_addr(*ip, hp.port, scope_id)]
         }
-        Host::Ip(a) => vec![SocketAddr::new(*a, hp.port)],
         Host::Name(n) => (n.as_str(), hp.port)
             .to_socket_addrs()
             .map_err(|e| {
@@ -174,18 +183,19 @@ pub(crate) fn resolve(hp: &HostPort, v6_only: bool) -> Result<Vec<SocketAddr>, B
     addrs.dedup();
     if addrs.is_empty() {
         let family = if v6_only { "IPv6 " } else { "" };
+        let host = hp.host.to_string();
         return Err(BootstrapError::address(format!(
-            "host {:?} has no {family}address",
-            host_text(&hp.host)
+            "host {host:?} has no {family}address"
         )));
     }
     Ok(addrs)
 }
 
-fn host_text(h: &Host) -> String {
-    match h {
-        Host::Ip(a) => a.to_string(),
-        Host::Name(n) => n.clone(),
+/// The socket address of `ip` and `port`, with `scope_id` if it is IPv6.
+pub(crate) fn socket_addr(ip: IpAddr, port: u16, scope_id: u32) -> SocketAddr {
+    match ip {
+        IpAddr::V4(a) => SocketAddr::V4(SocketAddrV4::new(a, port)),
+        IpAddr::V6(a) => SocketAddr::V6(SocketAddrV6::new(a, port, 0, scope_id)),
     }
 }
 
@@ -205,6 +215,26 @@ pub(crate) fn bind(addr: SocketAddr, listen: bool) -> io::Result<TcpListener> {
         rustix::net::listen(&fd, BACKLOG)?;
     }
     Ok(TcpListener::from(fd))
+}
+
+/// The first of `addrs` (not empty) that [`bind`]s, with its address; else an error saying
+/// `what` failed for the first of them.
+pub(crate) fn bind_first(
+    addrs: &[SocketAddr],
+    listen: bool,
+    what: impl FnOnce(SocketAddr) -> String,
+) -> Result<(TcpListener, SocketAddr), BootstrapError> {
+    let mut first = None;
+    for &a in addrs {
+        match bind(a, listen) {
+            Ok(l) => return Ok((l, a)),
+            Err(e) => {
+                first.get_or_insert((a, e));
+            }
+        }
+    }
+    let (a, e) = first.expect("a resolved host has at least one address");
+    Err(BootstrapError::io(what(a), e))
 }
 
 /// `127.0.0.1`, for the servers of the job-local rendezvous.

@@ -96,6 +96,11 @@ pub(crate) fn allgather_records<T: Pod>(
 pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapError> {
     let (my_pe, n_pes, id) = (attrs.my_pe, attrs.n_pes, attrs.instance_id);
     let init_timeout = attrs.init_timeout;
+    // PE 0 serves on the id's socket, if this process made the id.
+    let from_uid = |uid: &UniqueId| {
+        let listener = (my_pe == 0).then(|| uid.take_listener()).flatten();
+        Ok::<_, BootstrapError>((uid.url()?, listener, uid.secret()))
+    };
     let (url, listener, secret) = match &attrs.mode {
         InitMode::Mpi(comm) => {
             let b =
@@ -110,18 +115,10 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
             };
             (url, listener, attrs.secret.unwrap_or(Secret::CANN_MAGIC))
         }
-        InitMode::UniqueId(uid) => {
-            let listener = if my_pe == 0 {
-                uid.take_listener()
-            } else {
-                None
-            };
-            (uid.url()?, listener, uid.secret())
-        }
+        InitMode::UniqueId(uid) => from_uid(uid)?,
         InitMode::JobLocal(key) => {
-            let m = rendezvous::meet(key, id, my_pe, n_pes, init_timeout)
-                .map_err(BootstrapError::at_init)?;
-            (m.url, m.listener, m.secret)
+            let met = rendezvous::meet(key, id, my_pe, n_pes, init_timeout);
+            from_uid(&met.map_err(BootstrapError::at_init)?)?
         }
     };
     let op_timeout = attrs.op_timeout;

@@ -1,39 +1,24 @@
 //! A job-local rendezvous for PEs started by a launcher that gives them ranks but no address
 //! (Open MPI's `mpirun`, Slurm's `srun`, PMI launchers) on one host.
 //!
-//! PE 0 binds its bootstrap server to `127.0.0.1` on a port the system picks, makes a random
-//! job secret, and announces both on an abstract Unix socket whose name is derived from the
-//! job's key (the launcher's job id) and the instance id. The other PEs connect to that name
-//! (retrying until the init timeout) and read the address and the secret. Abstract socket
-//! names vanish with their socket, so nothing is left behind; since they carry no permissions,
-//! a PE only believes an announcement made by a process of its own user (`SO_PEERCRED`).
+//! PE 0 makes a unique id on `127.0.0.1` (a port the system picks, a random job secret: see
+//! [`UniqueId`]) and announces its bytes on an abstract Unix socket whose name is derived from
+//! the job's key (the launcher's job id) and the instance id. The other PEs connect to that
+//! name (retrying until the init timeout) and read the id. Abstract socket names vanish with
+//! their socket, so nothing is left behind; since they carry no permissions, a PE only
+//! believes an announcement made by a process of its own user (`SO_PEERCRED`).
 
+use std::fs::File;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
+use rustix::net::sockopt::{self, Timeout};
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
-use super::addr::{self, LOOPBACK};
 use super::error::{BootstrapError, BootstrapErrorKind};
-use super::url::{BootstrapUrl, parse_url};
-use crate::attr::Secret;
-
-const GREETING: &str = "shmem-rendezvous 1";
-
-/// What a PE learns at the rendezvous.
-#[derive(Debug)]
-pub(crate) struct Meeting {
-    /// PE 0's bootstrap address.
-    pub(crate) url: BootstrapUrl,
-    /// The job secret.
-    pub(crate) secret: Secret,
-    /// On PE 0: the socket its server serves on.
-    pub(crate) listener: Option<TcpListener>,
-}
+use super::uid::UniqueId;
 
 /// The socket's name: this user, a short stable digest of the job key (FNV-1a), the instance.
 fn name(key: &str, instance_id: u64) -> Vec<u8> {
@@ -54,28 +39,22 @@ fn unix_socket() -> Result<OwnedFd, BootstrapError> {
     .map_err(|e| BootstrapError::io("creating the rendezvous socket", e))
 }
 
-/// Meets the other PEs of `instance_id` of the job `key`: PE 0 announces, the others listen.
+/// Meets the other PEs of `instance_id` of the job `key`: PE 0 makes the unique id and
+/// announces it, the others receive it.
 pub(crate) fn meet(
     key: &str,
     instance_id: u64,
     my_pe: u32,
     n_pes: u32,
     timeout: Duration,
-) -> Result<Meeting, BootstrapError> {
+) -> Result<UniqueId, BootstrapError> {
     let addr = SocketAddrUnix::new_abstract_name(&name(key, instance_id))
         .map_err(|e| BootstrapError::io("naming the rendezvous socket", e))?;
     let deadline = Instant::now() + timeout;
     if my_pe != 0 {
         return listen_for(&addr, deadline);
     }
-    let listener = addr::bind(SocketAddr::new(LOOPBACK, 0), true)
-        .map_err(|e| BootstrapError::io("binding the bootstrap server to 127.0.0.1", e))?;
-    let url = BootstrapUrl::of(
-        listener
-            .local_addr()
-            .map_err(|e| BootstrapError::io("reading the server's port", e))?,
-    );
-    let secret = Secret::random();
+    let uid = UniqueId::on_loopback()?;
     if n_pes > 1 {
         let sock = unix_socket()?;
         // The name may still be held for a moment by this job's previous rendezvous.
@@ -96,47 +75,29 @@ pub(crate) fn meet(
         }
         rustix::net::listen(&sock, 128)
             .map_err(|e| BootstrapError::io("listening on the rendezvous socket", e))?;
-        let message = format!(
-            "{GREETING}\n{url}\n{}\n",
-            secret
-                .0
-                .iter()
-                .map(|x| format!("{x:02x}"))
-                .collect::<String>()
-        );
+        let message = uid.to_bytes();
         std::thread::Builder::new()
             .name("shmem-rendezvous".into())
             .stack_size(64 << 10)
-            .spawn(move || serve(sock, message, n_pes - 1, deadline))
+            .spawn(move || serve(sock, &message, n_pes - 1, deadline))
             .map_err(|e| BootstrapError::io("starting the rendezvous thread", e))?;
     }
-    Ok(Meeting {
-        url,
-        secret,
-        listener: Some(listener),
-    })
+    Ok(uid)
 }
 
-/// Hands `message` to `count` PEs, then closes the name (or at the deadline).
-fn serve(sock: OwnedFd, message: String, count: u32, deadline: Instant) {
+/// Hands `message` to `count` PEs, then closes the name (or at the deadline: every wait for
+/// the next PE is bounded by the time left, as the socket's receive timeout).
+fn serve(sock: OwnedFd, message: &[u8], count: u32, deadline: Instant) {
     let mut served = 0;
-    let _ = rustix::io::ioctl_fionbio(&sock, true);
-    while served < count && Instant::now() < deadline {
+    while served < count {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || sockopt::set_socket_timeout(&sock, Timeout::Recv, Some(left)).is_err()
+        {
+            break;
+        }
         match rustix::net::accept_with(&sock, SocketFlags::CLOEXEC) {
-            Ok(conn) => {
-                served += u32::from(
-                    std::fs::File::from(conn)
-                        .write_all(message.as_bytes())
-                        .is_ok(),
-                )
-            }
-            Err(Errno::AGAIN | Errno::INTR) => {
-                let ts = Timespec {
-                    tv_sec: 0,
-                    tv_nsec: 20_000_000,
-                };
-                let _ = rustix::event::poll(&mut [PollFd::new(&sock, PollFlags::IN)], Some(&ts));
-            }
+            Ok(conn) => served += u32::from(File::from(conn).write_all(message).is_ok()),
+            Err(Errno::AGAIN | Errno::INTR) => {}
             Err(e) => {
                 tracing::debug!("rendezvous: accept failed: {e}");
                 break;
@@ -150,7 +111,7 @@ fn serve(sock: OwnedFd, message: String, count: u32, deadline: Instant) {
     }
 }
 
-fn listen_for(addr: &SocketAddrUnix, deadline: Instant) -> Result<Meeting, BootstrapError> {
+fn listen_for(addr: &SocketAddrUnix, deadline: Instant) -> Result<UniqueId, BootstrapError> {
     let start = Instant::now();
     let sock = loop {
         let sock = unix_socket()?;
@@ -170,7 +131,7 @@ fn listen_for(addr: &SocketAddrUnix, deadline: Instant) -> Result<Meeting, Boots
             }
         }
     };
-    let cred = rustix::net::sockopt::socket_peercred(&sock)
+    let cred = sockopt::socket_peercred(&sock)
         .map_err(|e| BootstrapError::io("reading the rendezvous peer's credentials", e))?;
     if cred.uid != rustix::process::getuid() {
         return Err(BootstrapError::invalid(format!(
@@ -178,39 +139,27 @@ fn listen_for(addr: &SocketAddrUnix, deadline: Instant) -> Result<Meeting, Boots
             cred.uid.as_raw()
         )));
     }
-    let left = deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_millis(1));
-    let _ = rustix::net::sockopt::set_socket_timeout(
+    let left = deadline.saturating_duration_since(Instant::now());
+    let _ = sockopt::set_socket_timeout(
         &sock,
-        rustix::net::sockopt::Timeout::Recv,
-        Some(left),
+        Timeout::Recv,
+        Some(left.max(Duration::from_millis(1))),
     );
-    let mut text = String::new();
-    std::fs::File::from(sock)
+    let mut bytes = Vec::new();
+    File::from(sock)
         .take(4096)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|e| BootstrapError::io("reading the rendezvous announcement", e))?;
-    parse(&text).ok_or_else(|| {
-        BootstrapError::protocol(format!("malformed rendezvous announcement {text:?}"))
-    })
-}
-
-fn parse(text: &str) -> Option<Meeting> {
-    let mut lines = text.lines();
-    (lines.next()? == GREETING).then_some(())?;
-    let url = parse_url(lines.next()?).ok()?;
-    let secret = Secret::from_hex(lines.next()?)?;
-    Some(Meeting {
-        url,
-        secret,
-        listener: None,
+    UniqueId::from_bytes(&bytes).map_err(|e| {
+        let m = format!("malformed rendezvous announcement of {} bytes", bytes.len());
+        BootstrapError::protocol(m).with_source(e)
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bootstrap::addr::{Host, LOOPBACK};
 
     #[test]
     fn pes_meet_and_agree() {
@@ -222,22 +171,23 @@ mod tests {
                 std::thread::spawn(move || meet(&key, 7, pe, n, Duration::from_secs(10)))
             })
             .collect();
-        let got: Vec<Meeting> = threads
+        let got: Vec<UniqueId> = threads
             .into_iter()
             .map(|t| t.join().unwrap().unwrap())
             .collect();
-        let port = got[0]
-            .listener
-            .as_ref()
-            .expect("PE 0 serves")
-            .local_addr()
-            .unwrap()
-            .port();
-        assert_eq!(got[0].url.port, port);
+        let url = got[0].url().expect("PE 0's id");
+        assert_eq!(url.host, Host::Ip(LOOPBACK));
         for m in &got[1..] {
-            assert!(m.listener.is_none());
-            assert_eq!((&m.url, m.secret), (&got[0].url, got[0].secret));
+            assert_eq!(
+                (m.url().unwrap(), m.secret()),
+                (url.clone(), got[0].secret())
+            );
         }
+        let l = got[0]
+            .take_listener()
+            .expect("PE 0 serves on the id's socket");
+        assert_eq!(l.local_addr().unwrap().port(), url.port);
+        assert!(got[1].take_listener().is_none(), "taken once");
     }
 
     #[test]
@@ -255,14 +205,22 @@ mod tests {
     }
 
     #[test]
-    fn announcements_parse() {
-        let m = parse(&format!(
-            "{GREETING}\ntcp://127.0.0.1:40000\n{}\n",
-            "ab".repeat(16)
-        ))
-        .unwrap();
-        assert_eq!(m.url.port, 40000);
-        assert!(parse("hello\n").is_none());
-        assert!(parse(&format!("{GREETING}\ntcp://127.0.0.1:40000\nzz\n")).is_none());
+    fn a_malformed_announcement_is_refused() {
+        let key = format!("garbage-{}", rand::random::<u64>());
+        let addr = SocketAddrUnix::new_abstract_name(&name(&key, 0)).unwrap();
+        let sock = unix_socket().unwrap();
+        rustix::net::bind(&sock, &addr).unwrap();
+        rustix::net::listen(&sock, 1).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let announcer = std::thread::spawn(move || serve(sock, b"hello\n", 1, deadline));
+        let e = meet(&key, 0, 1, 2, Duration::from_secs(10)).unwrap_err();
+        assert_eq!(e.kind(), &BootstrapErrorKind::Protocol);
+        assert!(
+            e.to_string()
+                .contains("malformed rendezvous announcement of 6 bytes")
+                && std::error::Error::source(&e).is_some(),
+            "{e}"
+        );
+        announcer.join().unwrap();
     }
 }

@@ -5,8 +5,8 @@
 //! [`client`]: super::client
 
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::client::Client;
@@ -104,7 +104,6 @@ impl StoreBootstrap {
     fn op_deadline(&self) -> Option<Instant> {
         Instant::now().checked_add(self.op_timeout + reply_grace(self.op_timeout))
     }
-
 }
 
 impl Bootstrap for StoreBootstrap {

@@ -44,7 +44,7 @@
 use std::env::VarError;
 use std::fmt;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 
 use bytemuck::{Pod, Zeroable};
@@ -137,8 +137,8 @@ impl Inner {
         );
         let v4 = Ipv4Addr::new(a[0], a[1], a[2], a[3]);
         let addr = match u16::from_le(self.family) {
-            4 => SocketAddr::V4(SocketAddrV4::new(v4, port)),
-            6 => SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::from(a), port, 0, scope)),
+            4 => addr::socket_addr(v4.into(), port, 0),
+            6 => addr::socket_addr(Ipv6Addr::from(a).into(), port, scope),
             f => {
                 let m =
                     format!("the unique id holds address family {f}, not 4 or 6: it is corrupted");
@@ -197,23 +197,14 @@ impl UniqueId {
                 hp.port
             )));
         }
-        let mut first = None;
-        for a in addr::resolve(&hp, false)? {
-            match addr::bind(a, false) {
-                Ok(l) => return Ok(UniqueId::register(l, a)),
-                Err(e) => {
-                    first.get_or_insert((a, e));
-                }
-            }
-        }
-        let (a, e) = first.expect("resolve returns at least one address");
-        Err(BootstrapError::io(
+        let what = |a| {
             format!(
                 "cannot bind the unique-id socket to {a}; the address must belong to this machine and the port be \
                  free (SHMEM_UID_SESSION_ID=ip:port chooses both)"
-            ),
-            e,
-        ))
+            )
+        };
+        let (l, a) = addr::bind_first(&addr::resolve(&hp, false)?, false, what)?;
+        Ok(UniqueId::register(l, a))
     }
 
     /// Makes an id for the address of one interface, in `SHMEM_UID_SOCK_IFNAME` syntax:
@@ -232,6 +223,14 @@ impl UniqueId {
         let (name, ip, scope) = interfaces::pick_auto(&interfaces::interface_addrs()?)?;
         tracing::debug!("unique id: automatically chose interface {name}");
         bind_random_port(ip, scope)
+    }
+
+    /// An id for `127.0.0.1` on a port the system picks (the job-local rendezvous).
+    pub(crate) fn on_loopback() -> Result<UniqueId, BootstrapError> {
+        let a = SocketAddr::new(addr::LOOPBACK, 0);
+        let l = addr::bind(a, false)
+            .map_err(|e| BootstrapError::io("binding the bootstrap server to 127.0.0.1", e))?;
+        Ok(UniqueId::register(l, a))
     }
 
     /// CANN's `ACLSHMEM_UNIQUEID_INITIALIZER`: the version, and zeros.
@@ -337,10 +336,7 @@ fn bind_random_port(ip: IpAddr, scope_id: u32) -> Result<UniqueId, BootstrapErro
     let mut last = None;
     for _ in 0..PORT_ATTEMPTS {
         let port: u16 = rand::random_range(MIN_PORT..=u16::MAX);
-        let a = match ip {
-            IpAddr::V4(v4) => SocketAddr::V4(SocketAddrV4::new(v4, port)),
-            IpAddr::V6(v6) => SocketAddr::V6(SocketAddrV6::new(v6, port, 0, scope_id)),
-        };
+        let a = addr::socket_addr(ip, port, scope_id);
         match addr::bind(a, false) {
             Ok(l) => return Ok(UniqueId::register(l, a)),
             Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = Some(e),
@@ -371,6 +367,7 @@ fn env_value(var: &'static str) -> Result<Option<String>, BootstrapError> {
 
 #[cfg(test)]
 mod tests {
+    use std::net::SocketAddrV6;
     use std::sync::mpsc;
     use std::thread;
     use std::time::Duration;

@@ -29,13 +29,10 @@ pub(crate) struct BootstrapUrl {
 
 impl fmt::Display for BootstrapUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let host = match &self.host {
-            Host::Ip(a) => a.to_string(),
-            Host::Name(n) => n.clone(),
-        };
+        let (host, port) = (&self.host, self.port);
         match self.tcp6 {
-            false => write!(f, "tcp://{host}:{}", self.port),
-            true => write!(f, "tcp6://[{host}]:{}", self.port),
+            false => write!(f, "tcp://{host}:{port}"),
+            true => write!(f, "tcp6://[{host}]:{port}"),
         }
     }
 }
@@ -64,16 +61,8 @@ impl BootstrapUrl {
 
     /// PE 0's listening socket on the first resolved address that binds.
     pub(crate) fn bind(&self) -> Result<TcpListener, BootstrapError> {
-        let mut last = None;
-        for a in self.resolve()? {
-            match addr::bind(a, true) {
-                Ok(l) => return Ok(l),
-                Err(e) => last = Some((a, e)),
-            }
-        }
-        let (a, e) = last.expect("resolve returns at least one address");
-        let m = format!("could not bind the bootstrap server of {self} to {a}");
-        Err(BootstrapError::io(m, e))
+        let what = |a| format!("could not bind the bootstrap server of {self} to {a}");
+        addr::bind_first(&self.resolve()?, true, what).map(|(l, _)| l)
     }
 }
 
@@ -146,22 +135,14 @@ pub(crate) fn select_instance_port(
     let Some((start_s, end_s)) = range.split_once(':') else {
         return bad(format!("{env}={range:?} must have the form start:end"));
     };
-    let (start, end) = match (addr::parse_port(start_s), addr::parse_port(end_s)) {
-        (None, _) => {
-            return bad(format!(
-                "{env}={range:?}: start {start_s:?} is not a port number"
-            ));
-        }
-        (_, None) => {
-            return bad(format!(
-                "{env}={range:?}: end {end_s:?} is not a port number"
-            ));
-        }
-        (Some(s), Some(e)) if e < s => {
-            return bad(format!("{env}={range:?}: end {e} is below start {s}"));
-        }
-        (Some(s), Some(e)) => (s, e),
+    let port = |which: &str, p: &str| {
+        let m = format!("{env}={range:?}: {which} {p:?} is not a port number");
+        addr::parse_port(p).ok_or_else(|| BootstrapError::invalid(m))
     };
+    let (start, end) = (port("start", start_s)?, port("end", end_s)?);
+    if end < start {
+        return bad(format!("{env}={range:?}: end {end} is below start {start}"));
+    }
     let max = u64::from(end - start);
     if instance_id > max {
         let m = format!("instance id {instance_id} is above {max}, the most {env}={range} allows");
