@@ -29,6 +29,7 @@
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 
+use std::error::Error;
 use std::ffi::{CStr, OsStr, c_void};
 use std::fmt;
 use std::ptr::NonNull;
@@ -43,6 +44,12 @@ pub struct Attempt {
     pub place: String,
     /// `dlopen`'s error, or the check's reason for refusing the library.
     pub reason: String,
+}
+
+impl Attempt {
+    fn new(place: String, reason: String) -> Attempt {
+        Attempt { place, reason }
+    }
 }
 
 /// What went wrong loading a library or resolving one of its symbols.
@@ -70,26 +77,23 @@ pub enum DlError {
 }
 
 fn list(attempts: &[Attempt]) -> String {
-    let each: Vec<String> = attempts
-        .iter()
-        .map(|a| format!("{}: {}", a.place, a.reason))
-        .collect();
-    if each.is_empty() {
-        "no place".into()
-    } else {
-        each.join("; ")
+    let each: Vec<String> = attempts.iter().map(Attempt::to_string).collect();
+    match each.is_empty() {
+        true => "no place".into(),
+        false => each.join("; "),
+    }
+}
+
+impl fmt::Display for Attempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.place, self.reason)
     }
 }
 
 /// The loader's message with its causes (`dlerror`'s text is libloading's error source).
 fn describe(e: &libloading::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text = format!("{text}: {s}");
-        source = s.source();
-    }
-    text
+    let chain = std::iter::successors(Some(e as &(dyn Error + 'static)), |&e| e.source());
+    chain.map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }
 
 /// An opened C library. It is closed when dropped; tables keep it for as long as its
@@ -118,20 +122,18 @@ impl Library {
         let path = path.as_ref();
         // SAFETY: the caller vouches for the library's initialisers.
         let opened = unsafe { Handle::open(Some(path), RTLD_NOW | RTLD_GLOBAL) };
-        let place = path.to_string_lossy().into_owned();
-        match opened {
-            Ok(handle) => Ok(Library {
-                handle,
-                path: place,
-            }),
-            Err(e) => Err(DlError::NotLoaded {
-                what: place.clone(),
-                attempts: vec![Attempt {
-                    place,
-                    reason: describe(&e),
-                }],
-            }),
-        }
+        let (place, what) = (
+            path.to_string_lossy().into_owned(),
+            path.display().to_string(),
+        );
+        let handle = opened.map_err(|e| {
+            let attempts = vec![Attempt::new(place.clone(), describe(&e))];
+            DlError::NotLoaded { what, attempts }
+        })?;
+        Ok(Library {
+            handle,
+            path: place,
+        })
     }
 
     /// Opens the first of `candidates` that loads and for which `check` returns `Ok`, and
@@ -152,10 +154,7 @@ impl Library {
             match unsafe { Library::open(c) } {
                 Ok(lib) => match check(&lib) {
                     Ok(t) => return Ok((lib, t)),
-                    Err(reason) => attempts.push(Attempt {
-                        place: lib.path.clone(),
-                        reason,
-                    }),
+                    Err(reason) => attempts.push(Attempt::new(lib.path.clone(), reason)),
                 },
                 Err(DlError::NotLoaded { attempts: a, .. }) => attempts.extend(a),
                 Err(e) => return Err(e),

@@ -5,7 +5,7 @@
 //! mode says and returns a [`Bootstrap`]:
 //! * DEFAULT and unique-id mode, and the job-local rendezvous of launchers without an
 //!   address: PE 0 runs a TCP config store ([`server`]); every PE, PE 0 included, joins it as
-//!   a client ([`client`], [`store`]) with a greeting that carries a 16-byte job secret, its
+//!   a client ([`store`]) with a greeting that carries a 16-byte job secret, its
 //!   rank, the number of PEs, the instance id and the protocol version. Barrier and allgather
 //!   are coordinated by the server. The address comes from CANN's `ip_port` ([`url`]), a
 //!   unique id ([`uid`]) or the rendezvous ([`rendezvous`]);
@@ -17,7 +17,6 @@
 //! every error is a [`BootstrapError`] that names who or what failed.
 
 pub(crate) mod addr;
-pub(crate) mod client;
 pub(crate) mod error;
 pub(crate) mod frames;
 pub(crate) mod interfaces;

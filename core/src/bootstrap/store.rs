@@ -1,17 +1,33 @@
 //! A PE's membership in the TCP config store of one instance: PE 0 runs the [`server`],
-//! every PE (PE 0 included) joins it as a [`client`].
+//! every PE (PE 0 included) joins it over one TCP connection.
+//!
+//! A reader thread owns the read side: it files each reply under its request id and records
+//! notices (a lost peer, a global exit) as the PE's alarm, so `check_alive` is a look at a
+//! mutex-guarded field and never waits behind a request in flight. Requests write their
+//! frame (under a short write lock) and wait on a condition variable, with a deadline, for
+//! their reply. Collectives are serialised per PE (one in flight, so that their sequence
+//! numbers arrive in order); `global_exit` is not, so it works while another thread of the PE
+//! is blocked in a barrier (the server then fails that barrier).
+//!
+//! Writes use `MSG_NOSIGNAL` and a send timeout, so a dead server is an error value, never a
+//! `SIGPIPE` or a hang.
 //!
 //! [`server`]: super::server
-//! [`client`]: super::client
 
-use std::net::TcpListener;
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::client::Client;
-use super::error::BootstrapError;
-use super::frames::{Hello, MAGIC, VERSION};
+use rustix::net::SendFlags;
+use serde::Serialize;
+
+use super::error::{BootstrapError, BootstrapErrorKind as Kind};
+use super::frames::{
+    self, Blob, FrameBuf, Hello, MAGIC, MAX_FRAME, NOTICE, Reply, Request, VERSION,
+};
 use super::server::{ServerHandle, ServerParams};
 use super::url::BootstrapUrl;
 use super::{Bootstrap, fmt_dur, lock};
@@ -37,16 +53,118 @@ fn reply_grace(t: Duration) -> Duration {
     Duration::from_secs(1) + t / 10
 }
 
-/// A PE's membership in the config store of one instance (PE 0 also owns the server).
+/// Retry pause bounds while the server is not reachable yet.
+const RETRY_MIN: Duration = Duration::from_millis(1);
+const RETRY_MAX: Duration = Duration::from_millis(10);
+/// Longest single connect() attempt, so that a list of addresses is worked through.
+const CONNECT_ATTEMPT_MAX: Duration = Duration::from_secs(2);
+
+fn refused(e: &BootstrapError) -> bool {
+    matches!(e.kind(), Kind::Refused(_))
+}
+
+/// What the reader thread and the requests share.
+#[derive(Debug, Default)]
+struct State {
+    /// Replies that arrived, by request id, for the requests that wait for them.
+    replies: HashMap<u64, Option<Reply>>,
+    /// The first fatal condition seen: a lost peer, a global exit, the server gone.
+    alarm: Option<BootstrapError>,
+    /// Set once the connection is unusable (closed, failed, desynchronised).
+    broken: Option<BootstrapError>,
+    next_id: u64,
+}
+
+#[derive(Debug)]
+struct Shared {
+    stream: TcpStream,
+    url: String,
+    state: Mutex<State>,
+    arrived: Condvar,
+}
+
+impl Shared {
+    /// Marks the connection unusable (unless it is closed already) and raises the alarm.
+    fn fail(&self, e: BootstrapError) {
+        let mut s = lock(&self.state);
+        if s.broken.is_none() {
+            s.alarm.get_or_insert_with(|| e.clone());
+            s.broken = Some(e);
+        }
+        self.arrived.notify_all();
+    }
+
+    /// Raises the alarm (the first one raised stays).
+    fn raise(&self, e: &BootstrapError) {
+        lock(&self.state).alarm.get_or_insert_with(|| e.clone());
+    }
+
+    fn server_lost(&self, what: &str) -> BootstrapError {
+        let url = &self.url;
+        let m = format!("lost the connection to the bootstrap server {url} of PE 0: {what}");
+        BootstrapError::new(Kind::ServerLost, m)
+    }
+
+    /// The reader thread: files replies and notices until the connection ends.
+    fn read_all(&self) {
+        let mut rbuf = FrameBuf::default();
+        loop {
+            match rbuf.read_from(&mut &self.stream) {
+                Ok(0) => return self.fail(self.server_lost("PE 0 exited, failed or finalized")),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return self.fail(self.server_lost(&e.to_string())),
+            }
+            loop {
+                let frame = rbuf.next_frame();
+                let (id, reply) = match frame.and_then(|f| f.map(frames::decode).transpose()) {
+                    Ok(Some(f)) => f,
+                    Ok(None) => break,
+                    Err(e) => {
+                        let url = &self.url;
+                        let m = format!(
+                            "the bootstrap server {url} sent a frame this PE cannot read: {e}"
+                        );
+                        let _ = self.stream.shutdown(Shutdown::Both);
+                        return self.fail(BootstrapError::protocol(m).with_source(e));
+                    }
+                };
+                let mut s = lock(&self.state);
+                match (id, reply) {
+                    (NOTICE, Reply::Failed(kind, m)) => {
+                        s.alarm.get_or_insert_with(|| BootstrapError::new(kind, m));
+                    }
+                    // Only requests still waiting keep their reply.
+                    (id, reply) => {
+                        if let Some(slot) = s.replies.get_mut(&id) {
+                            *slot = Some(reply);
+                        }
+                    }
+                }
+                self.arrived.notify_all();
+            }
+        }
+    }
+}
+
+/// A PE's membership in the config store of one instance: its connection to PE 0's server
+/// (PE 0 also owns the server).
 ///
 /// Dropping it without [`Bootstrap::finalize`] is treated like the death of the process: the
 /// peers see this PE as lost (and, for PE 0, the server stops at once).
 #[derive(Debug)]
 pub(crate) struct StoreBootstrap {
-    client: Client,
-    server: Mutex<Option<ServerHandle>>,
+    shared: Arc<Shared>,
     my_pe: u32,
+    n_pes: u32,
+    /// CANN's `control_operation_timeout`: the bound of every operation after init.
     op_timeout: Duration,
+    /// This PE's count of collective calls (1 = the init rendezvous), held while one runs.
+    seq: Mutex<u64>,
+    write: Mutex<()>,
+    reader: Mutex<Option<JoinHandle<()>>>,
+    /// PE 0's server.
+    server: Mutex<Option<ServerHandle>>,
     finalized: AtomicBool,
 }
 
@@ -84,21 +202,262 @@ impl StoreBootstrap {
             instance_id: job.instance_id,
         };
         let deadline = start.checked_add(job.init_timeout);
-        let client = Client::connect(&cfg.url, &hello, deadline, job.init_timeout)?;
-        let b = StoreBootstrap {
-            client,
-            server: Mutex::new(server),
-            my_pe: me,
-            op_timeout: job.op_timeout,
-            finalized: AtomicBool::new(false),
-        };
+        let mut b = StoreBootstrap::dial(&cfg.url, &hello, deadline, job.init_timeout)?;
+        b.server = Mutex::new(server);
+        b.op_timeout = job.op_timeout;
         // The server bounds the rendezvous by init_timeout from its start, which is no later
         // than our connection; this bound only guards against a silent server.
         let deadline = Instant::now().checked_add(job.init_timeout + reply_grace(job.init_timeout));
-        b.client.collective("the init rendezvous", None, deadline)?;
+        b.collective("the init rendezvous", None, deadline)?;
         let took = fmt_dur(&start.elapsed());
         tracing::debug!("bootstrap: PE {me} joined {} in {took}", cfg.url);
         Ok(b)
+    }
+
+    /// Connects to the server at `url` and greets it with `hello`, retrying until `deadline`
+    /// (`after` is how long that is, for the message; it also bounds every send, and, until
+    /// `connect` sets `op_timeout`, every operation).
+    pub(crate) fn dial(
+        url: &BootstrapUrl,
+        hello: &Hello,
+        deadline: Option<Instant>,
+        after: Duration,
+    ) -> Result<StoreBootstrap, BootstrapError> {
+        let left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let mut pause = RETRY_MIN;
+        let mut last = BootstrapError::new(Kind::Connect, "no connection attempt was made");
+        loop {
+            let addrs = url.resolve().unwrap_or_else(|e| {
+                last = e;
+                Vec::new()
+            });
+            for addr in addrs {
+                let attempt = left().map_or(CONNECT_ATTEMPT_MAX, |l| l.min(CONNECT_ATTEMPT_MAX));
+                if attempt.is_zero() {
+                    break;
+                }
+                let greeted = TcpStream::connect_timeout(&addr, attempt)
+                    .map_err(|e| BootstrapError::io(format!("connecting to {addr}"), e))
+                    .and_then(|s| StoreBootstrap::greet(s, url, hello, deadline, after));
+                match greeted {
+                    Ok(c) => return Ok(c),
+                    // A refusal says more than an attempt cut short by the deadline.
+                    Err(e) if StoreBootstrap::retry(&e) => {
+                        if !refused(&last) || refused(&e) {
+                            last = e;
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let left = left().unwrap_or(pause);
+            if left.is_zero() {
+                let m = format!(
+                    "could not reach the bootstrap server {url} of PE 0 within {} (last attempt: {last})",
+                    fmt_dur(&after)
+                );
+                return Err(BootstrapError::new(Kind::Connect, m).with_source(last));
+            }
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(RETRY_MAX);
+        }
+    }
+
+    /// Whether a failed attempt is worth another: nobody listens yet, the server refused with
+    /// a retryable reason, closed the link before answering (an old incarnation shutting down,
+    /// or a full accept queue), or did not answer in time.
+    fn retry(e: &BootstrapError) -> bool {
+        match e.kind() {
+            Kind::Refused(r) => r.is_retryable(),
+            Kind::ServerLost | Kind::Timeout { .. } | Kind::Io => true,
+            _ => false,
+        }
+    }
+
+    fn greet(
+        stream: TcpStream,
+        url: &BootstrapUrl,
+        hello: &Hello,
+        deadline: Option<Instant>,
+        send_timeout: Duration,
+    ) -> Result<StoreBootstrap, BootstrapError> {
+        let setup = |e| BootstrapError::io(format!("configuring the connection to {url}"), e);
+        stream
+            .set_write_timeout(Some(send_timeout))
+            .map_err(setup)?;
+        // Best effort: small request/response frames must not wait for Nagle.
+        let _ = stream.set_nodelay(true);
+        let shared = Arc::new(Shared {
+            stream,
+            url: url.to_string(),
+            state: Mutex::default(),
+            arrived: Condvar::new(),
+        });
+        let reader = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("shmem-bootstrap-client".into())
+                .stack_size(128 << 10)
+                .spawn(move || shared.read_all())
+                .map_err(|e| BootstrapError::io("cannot start the bootstrap client's reader", e))?
+        };
+        let client = StoreBootstrap {
+            shared,
+            my_pe: hello.rank,
+            n_pes: hello.n_pes,
+            op_timeout: send_timeout,
+            seq: Mutex::new(0),
+            write: Mutex::new(()),
+            reader: Mutex::new(Some(reader)),
+            server: Mutex::new(None),
+            finalized: AtomicBool::new(false),
+        };
+        match client.request(hello, "the greeting", deadline)? {
+            Reply::Accept => Ok(client),
+            Reply::Refuse(reason, m) => {
+                let m = format!("the bootstrap server {url} refused this PE: {m}");
+                Err(BootstrapError::new(Kind::Refused(reason), m))
+            }
+            other => Err(client.unexpected("the greeting", &other)),
+        }
+    }
+
+    /// Sends `msg` and waits until `deadline` for its reply. A `Failed` reply is returned as
+    /// the error, and raises the alarm if it says the job is broken.
+    fn request(
+        &self,
+        msg: &impl Serialize,
+        what: &str,
+        deadline: Option<Instant>,
+    ) -> Result<Reply, BootstrapError> {
+        let started = Instant::now();
+        let id = {
+            let mut s = lock(&self.shared.state);
+            if let Some(e) = &s.broken {
+                return Err(e.clone());
+            }
+            s.next_id += 1;
+            let id = s.next_id;
+            s.replies.insert(id, None);
+            id
+        };
+        let sent = frames::encode(id, msg).and_then(|f| self.send(&f, what));
+        let mut s = lock(&self.shared.state);
+        let result = loop {
+            if let Err(e) = &sent {
+                break Err(e.clone());
+            }
+            if let Some(Some(r)) = s.replies.get_mut(&id).map(Option::take) {
+                break Ok(r);
+            }
+            if let Some(e) = &s.broken {
+                break Err(e.clone());
+            }
+            let far = Instant::now() + Duration::from_secs(3600);
+            let left = deadline
+                .unwrap_or(far)
+                .saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let (took, url) = (fmt_dur(&started.elapsed()), &self.shared.url);
+                let m = format!(
+                    "timed out after {took}: no reply from the bootstrap server {url} to {what}"
+                );
+                break Err(BootstrapError::timeout(Vec::new(), m));
+            }
+            let woken = self.shared.arrived.wait_timeout(s, left);
+            s = woken.unwrap_or_else(PoisonError::into_inner).0;
+        };
+        s.replies.remove(&id);
+        drop(s);
+        match result? {
+            Reply::Failed(kind, m) => {
+                let e = BootstrapError::new(kind, m);
+                if matches!(e.kind(), Kind::PeerLost { .. } | Kind::GlobalExit { .. }) {
+                    self.shared.raise(&e);
+                }
+                Err(e)
+            }
+            reply => Ok(reply),
+        }
+    }
+
+    /// Writes a whole frame; a failure or the send timeout leaves the connection unusable.
+    fn send(&self, buf: &[u8], what: &str) -> Result<(), BootstrapError> {
+        let _w = lock(&self.write);
+        let mut off = 0;
+        while off < buf.len() {
+            match rustix::net::send(&self.shared.stream, &buf[off..], SendFlags::NOSIGNAL) {
+                Ok(n) => off += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => {
+                    let e = self
+                        .shared
+                        .server_lost(&format!("sending {what} failed: {e}"));
+                    self.shared.fail(e.clone());
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn unexpected(&self, what: &str, r: &Reply) -> BootstrapError {
+        let url = &self.shared.url;
+        BootstrapError::protocol(format!("unexpected reply to {what} from {url}: {r:?}"))
+    }
+
+    /// The next collective of this PE: a barrier (`data == None`, `what` names it) or an
+    /// allgather of `data`.
+    pub(crate) fn collective(
+        &self,
+        what: &str,
+        data: Option<&[u8]>,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        const LIMIT: usize = MAX_FRAME - 64;
+        if let Some(n) = data.map(<[u8]>::len).filter(|&n| n > LIMIT) {
+            let m = format!(
+                "an allgather contribution of {n} bytes exceeds the limit of {LIMIT} bytes"
+            );
+            return Err(BootstrapError::invalid(m));
+        }
+        let mut seq = lock(&self.seq);
+        *seq += 1;
+        let what = match *seq {
+            1 => what.to_owned(),
+            n => format!("{what} (collective #{n})"),
+        };
+        let (seq, blob) = (*seq, data.map(|d| Blob(d.to_vec())));
+        let req = blob.map_or(Request::Barrier { seq }, |data| Request::Allgather {
+            seq,
+            data,
+        });
+        match (self.request(&req, &what, deadline)?, data) {
+            (Reply::Done, None) => Ok(Vec::new()),
+            (Reply::Gathered(parts), Some(_)) if parts.len() == self.n_pes as usize => {
+                Ok(parts.into_iter().map(|b| b.0).collect())
+            }
+            (r, _) => Err(self.unexpected(&what, &r)),
+        }
+    }
+
+    /// Says goodbye: the next close of this connection is not a loss.
+    pub(crate) fn bye(&self, deadline: Option<Instant>) -> Result<(), BootstrapError> {
+        let _seq = lock(&self.seq);
+        match self.request(&Request::Bye, "goodbye", deadline)? {
+            Reply::Done => Ok(()),
+            r => Err(self.unexpected("goodbye", &r)),
+        }
+    }
+
+    /// Closes the connection and joins the reader; later requests fail as finalized.
+    pub(crate) fn close(&self) {
+        let finalized = BootstrapError::finalized(self.my_pe);
+        lock(&self.shared.state).broken.get_or_insert(finalized);
+        let _ = self.shared.stream.shutdown(Shutdown::Both);
+        if let Some(t) = lock(&self.reader).take() {
+            let _ = t.join();
+        }
     }
 
     fn op_deadline(&self) -> Option<Instant> {
@@ -108,35 +467,38 @@ impl StoreBootstrap {
 
 impl Bootstrap for StoreBootstrap {
     fn barrier(&self) -> Result<(), BootstrapError> {
-        self.client
-            .collective("barrier", None, self.op_deadline())
+        self.collective("barrier", None, self.op_deadline())
             .map(drop)
     }
 
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
-        self.client
-            .collective("allgather", Some(mine), self.op_deadline())
+        self.collective("allgather", Some(mine), self.op_deadline())
     }
 
     fn check_alive(&self) -> Result<(), BootstrapError> {
-        self.client.check_alive()
+        lock(&self.shared.state).alarm.clone().map_or(Ok(()), Err)
     }
 
+    /// Sends Exit{status} and waits (up to `op_timeout`) for the server to take it. Works
+    /// while another thread of this PE is blocked in a request.
     fn global_exit(&self, status: i32) {
-        let deadline = Instant::now().checked_add(self.op_timeout);
-        self.client.global_exit(status, deadline);
+        let (pe, deadline) = (self.my_pe, Instant::now().checked_add(self.op_timeout));
+        if let Err(e) = self.request(&Request::Exit { status }, "global_exit", deadline) {
+            tracing::debug!(
+                pe,
+                "bootstrap: global_exit({status}) did not reach the server: {e}"
+            );
+        }
+        self.shared.raise(&BootstrapError::global_exit(pe, status));
     }
 
     fn finalize(&self) -> Result<(), BootstrapError> {
         if self.finalized.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        let deadline = self.op_deadline();
-        let barrier = self
-            .client
-            .collective("the finalize barrier", None, deadline);
-        let bye = self.client.bye(self.op_deadline());
-        self.client.close();
+        let barrier = self.collective("the finalize barrier", None, self.op_deadline());
+        let bye = self.bye(self.op_deadline());
+        self.close();
         // The server gives the others op_timeout after PE 0's goodbye; wait a little longer.
         if let Some(mut server) = lock(&self.server).take() {
             server.stop(self.op_timeout + Duration::from_secs(1));
@@ -152,7 +514,7 @@ impl Drop for StoreBootstrap {
             // Server first: like the death of PE 0's process, the others see the server go
             // (ServerLost), not PE 0's client leave (PeerLost).
             drop(lock(&self.server).take());
-            self.client.close();
         }
+        self.close();
     }
 }

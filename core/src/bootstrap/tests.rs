@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use bytemuck::{Pod, Zeroable};
 
 use super::BootstrapErrorKind as Kind;
-use super::client::Client;
 use super::frames::{Hello, MAGIC, VERSION};
 use super::server::{ServerHandle, ServerParams};
 use super::store::{StoreBootstrap, StoreConfig};
@@ -80,8 +79,8 @@ fn raw_client(
     pe: u32,
     n: u32,
     within: Duration,
-) -> Result<Client, BootstrapError> {
-    Client::connect(
+) -> Result<StoreBootstrap, BootstrapError> {
+    StoreBootstrap::dial(
         url,
         &hello(pe, n),
         Instant::now().checked_add(within),
@@ -308,7 +307,7 @@ fn check_alive_does_not_block_behind_a_request() {
     finalize_all(vec![pe0, Arc::try_unwrap(pe1).expect("sole owner")]);
 }
 
-fn refusal(r: Result<Client, BootstrapError>) -> (RefuseReason, String) {
+fn refusal(r: Result<StoreBootstrap, BootstrapError>) -> (RefuseReason, String) {
     match r {
         Err(e) => match e.kind() {
             Kind::Refused(reason) => (*reason, e.to_string()),
@@ -322,7 +321,7 @@ fn refusal(r: Result<Client, BootstrapError>) -> (RefuseReason, String) {
 fn handshake_refusals() {
     let (l, url) = prebound();
     let mut server = ServerHandle::spawn(l, params(3)).expect("server");
-    let greet = |h: Hello| Client::connect(&url, &h, Instant::now().checked_add(LONG), LONG);
+    let greet = |h: Hello| StoreBootstrap::dial(&url, &h, Instant::now().checked_add(LONG), LONG);
     let (reason, m) = refusal(greet(Hello {
         secret: [1; 16],
         ..hello(1, 3)
