@@ -90,11 +90,8 @@ pub enum ThreadLevel {
 }
 
 impl ThreadLevel {
-    /// Open MPI's value (its thread-level enum starts at 0 with `MPI_THREAD_SINGLE`).
-    fn raw(self) -> c_int {
-        self as c_int
-    }
-
+    /// From Open MPI's value (its thread-level enum starts at 0 with `MPI_THREAD_SINGLE`, and
+    /// `level as c_int` is the way back).
     fn from_raw(raw: c_int) -> ThreadLevel {
         match raw {
             i32::MIN..=0 => ThreadLevel::Single,
@@ -234,7 +231,7 @@ impl Mpi {
         // just above), and no other thread can initialise it through this crate meanwhile (we
         // hold the lifecycle lock). Other calls of this crate fail their state check until
         // this one is done.
-        let provided = unsafe { result::init_thread(&self.lib, argc, argv, required.raw()) }?;
+        let provided = unsafe { result::init_thread(&self.lib, argc, argv, required as c_int) }?;
         // Only ever set after MPI is initialised, and the level cannot change afterwards.
         let level = ThreadLevel::from_raw(provided);
         let _ = self.level.set(level);
@@ -661,14 +658,14 @@ mod tests {
 
     #[test]
     fn thread_levels_are_open_mpis() {
-        assert_eq!(ThreadLevel::Multiple.raw(), 3);
+        assert_eq!(ThreadLevel::Multiple as c_int, 3);
         for l in [
             ThreadLevel::Single,
             ThreadLevel::Funneled,
             ThreadLevel::Serialized,
             ThreadLevel::Multiple,
         ] {
-            assert_eq!(ThreadLevel::from_raw(l.raw()), l);
+            assert_eq!(ThreadLevel::from_raw(l as c_int), l);
         }
         assert_eq!(ThreadLevel::Funneled.to_string(), "MPI_THREAD_FUNNELED");
     }

@@ -174,12 +174,8 @@ impl BootstrapError {
 impl fmt::Display for BootstrapError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
-        let mut cause = self.source().filter(|_| f.alternate());
-        while let Some(c) = cause {
-            write!(f, ": {c}")?;
-            cause = c.source();
-        }
-        Ok(())
+        let first = self.source().filter(|_| f.alternate());
+        std::iter::successors(first, |&c| c.source()).try_for_each(|c| write!(f, ": {c}"))
     }
 }
 

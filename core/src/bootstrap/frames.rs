@@ -119,12 +119,6 @@ impl<'de> Deserialize<'de> for Blob {
     }
 }
 
-fn oversize(len: usize) -> BootstrapError {
-    BootstrapError::invalid(format!(
-        "a bootstrap frame of {len} bytes exceeds the limit of {MAX_FRAME} bytes"
-    ))
-}
-
 /// The length prefix and the id of a frame whose message (`body_len` encoded bytes) follows.
 pub(crate) fn head(id: u64, body_len: usize) -> Result<Vec<u8>, BootstrapError> {
     let id = postcard::to_stdvec(&id)
@@ -133,7 +127,11 @@ pub(crate) fn head(id: u64, body_len: usize) -> Result<Vec<u8>, BootstrapError> 
     let prefix = u32::try_from(len)
         .ok()
         .filter(|&l| l as usize <= MAX_FRAME)
-        .ok_or_else(|| oversize(len))?;
+        .ok_or_else(|| {
+            let m =
+                format!("a bootstrap frame of {len} bytes exceeds the limit of {MAX_FRAME} bytes");
+            BootstrapError::invalid(m)
+        })?;
     let mut out = prefix.to_le_bytes().to_vec();
     out.extend_from_slice(&id);
     Ok(out)
@@ -186,6 +184,12 @@ const READ_CHUNK: usize = 64 << 10;
 /// may hold hundreds, one per instance) keep only this much.
 const SMALL_READ: usize = 4 << 10;
 
+/// The payload length that the first four bytes of `avail` announce, once they are in.
+fn announced(avail: &[u8]) -> Option<usize> {
+    let prefix = avail.get(..4)?.try_into().expect("four bytes");
+    Some(u32::from_le_bytes(prefix) as usize)
+}
+
 impl FrameBuf {
     /// One `read` from `r`; `Ok(0)` means the peer closed its side. Errors (`WouldBlock`
     /// included) are passed through.
@@ -201,11 +205,7 @@ impl FrameBuf {
             self.start = 0;
         }
         let avail = &self.buf[self.start..];
-        let lacking = match avail.get(..4) {
-            Some(p) => (4 + u32::from_le_bytes([p[0], p[1], p[2], p[3]]) as usize)
-                .saturating_sub(avail.len()),
-            None => 0,
-        };
+        let lacking = announced(avail).map_or(0, |len| (4 + len).saturating_sub(avail.len()));
         let want = lacking.clamp(SMALL_READ, READ_CHUNK);
         let end = self.buf.len();
         self.buf.resize(end + want, 0);
@@ -218,10 +218,9 @@ impl FrameBuf {
     /// above [`MAX_FRAME`], before its body is read.
     pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, BootstrapError> {
         let avail = &self.buf[self.start..];
-        let Some(p) = avail.get(..4) else {
+        let Some(len) = announced(avail) else {
             return Ok(None);
         };
-        let len = u32::from_le_bytes([p[0], p[1], p[2], p[3]]) as usize;
         if len > MAX_FRAME {
             return Err(BootstrapError::protocol(format!(
                 "a bootstrap frame announces {len} bytes, above the limit of {MAX_FRAME} bytes"

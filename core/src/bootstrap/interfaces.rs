@@ -43,32 +43,29 @@ pub(crate) struct IfAddr {
 
 /// `items` joined, or `none` for no item.
 fn listed(items: Vec<String>, none: &str) -> String {
-    if items.is_empty() {
-        none.to_owned()
-    } else {
-        items.join(", ")
+    match items.is_empty() {
+        true => none.to_owned(),
+        false => items.join(", "),
     }
 }
 
 /// Parses `SHMEM_UID_SOCK_IFNAME` syntax.
 pub(crate) fn parse_ifname_spec(raw: &str) -> Result<(String, Option<Family>), BootstrapError> {
     let value = raw.trim();
+    let bad = |why: String| {
+        let m = format!(
+            "unique-id interface {value:?} {why}; SHMEM_UID_SOCK_IFNAME takes ifname, ifname:inet4 or ifname:inet6"
+        );
+        Err(BootstrapError::address(m))
+    };
     let (name, family) = match value.rsplit_once(':') {
         Some((n, "inet4")) => (n, Some(Family::Inet4)),
         Some((n, "inet6")) => (n, Some(Family::Inet6)),
-        Some((_, other)) => {
-            return Err(BootstrapError::address(format!(
-                "unique-id interface {value:?}: {other:?} is not an address family; SHMEM_UID_SOCK_IFNAME takes \
-                 ifname, ifname:inet4 or ifname:inet6"
-            )));
-        }
+        Some((_, other)) => return bad(format!("has {other:?}, which is not an address family")),
         None => (value, None),
     };
     if name.is_empty() {
-        return Err(BootstrapError::address(format!(
-            "unique-id interface {value:?} has no interface name; SHMEM_UID_SOCK_IFNAME takes ifname, ifname:inet4 \
-             or ifname:inet6"
-        )));
+        return bad("has no interface name".into());
     }
     Ok((name.to_owned(), family))
 }
@@ -81,18 +78,15 @@ pub(crate) fn interface_addrs() -> Result<Vec<IfAddr>, BootstrapError> {
     Ok(it
         .map(|ifa| {
             let a = ifa.address.as_ref();
-            let (ip, scope_id) = match (
-                a.and_then(|a| a.as_sockaddr_in()),
-                a.and_then(|a| a.as_sockaddr_in6()),
-            ) {
-                (Some(v4), _) => (Some(IpAddr::V4(v4.ip())), 0),
-                (None, Some(v6)) => (Some(IpAddr::V6(v6.ip())), v6.scope_id()),
-                _ => (None, 0),
-            };
+            let v4 = a
+                .and_then(|a| a.as_sockaddr_in())
+                .map(|v4| (v4.ip().into(), 0));
+            let v6 = a.and_then(|a| a.as_sockaddr_in6());
+            let ip = v4.or(v6.map(|v6| (v6.ip().into(), v6.scope_id())));
             IfAddr {
                 name: ifa.interface_name.clone(),
-                ip,
-                scope_id,
+                ip: ip.map(|(ip, _)| ip),
+                scope_id: ip.map_or(0, |(_, scope)| scope),
                 up: ifa.flags.contains(InterfaceFlags::IFF_UP),
                 loopback: ifa.flags.contains(InterfaceFlags::IFF_LOOPBACK),
             }

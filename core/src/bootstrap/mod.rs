@@ -94,7 +94,7 @@ pub(crate) fn allgather_records<T: Pod>(
 /// a bad address, unique id or `sock_fd` is not.
 pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapError> {
     let (my_pe, n_pes, id) = (attrs.my_pe, attrs.n_pes, attrs.instance_id);
-    let init_timeout = attrs.init_timeout;
+    let (init_timeout, op_timeout) = (attrs.init_timeout, attrs.op_timeout);
     // PE 0 serves on the id's socket, if this process made the id.
     let from_uid = |uid: &UniqueId| {
         let listener = (my_pe == 0).then(|| uid.take_listener()).flatten();
@@ -102,9 +102,8 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
     };
     let (url, listener, secret) = match &attrs.mode {
         InitMode::Mpi(comm) => {
-            let b =
-                mpi::MpiBootstrap::new(*comm, my_pe, n_pes, id).map_err(BootstrapError::at_init)?;
-            return Ok(Box::new(b));
+            let joined = mpi::MpiBootstrap::new(*comm, my_pe, n_pes, id);
+            return Ok(Box::new(joined.map_err(BootstrapError::at_init)?));
         }
         InitMode::Default => {
             let url = url::default_address(attrs)?;
@@ -120,7 +119,6 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
             from_uid(&met.map_err(BootstrapError::at_init)?)?
         }
     };
-    let op_timeout = attrs.op_timeout;
     let job = ServerParams {
         n_pes,
         instance_id: id,
@@ -134,9 +132,8 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
         job,
         listener,
     };
-    Ok(Box::new(
-        StoreBootstrap::connect(cfg).map_err(BootstrapError::at_init)?,
-    ))
+    let joined = StoreBootstrap::connect(cfg).map_err(BootstrapError::at_init)?;
+    Ok(Box::new(joined))
 }
 
 /// A socket of its own on the pre-bound `listener` PE 0 serves on, after checking that it is
@@ -177,10 +174,9 @@ pub(crate) fn fmt_dur(d: &Duration) -> String {
 pub(crate) fn fmt_pes(pes: &[u32]) -> String {
     const SHOW: usize = 32;
     let list: Vec<String> = pes.iter().take(SHOW).map(u32::to_string).collect();
-    let more = if pes.len() > SHOW {
-        format!(" and {} more", pes.len() - SHOW)
-    } else {
-        String::new()
+    let more = match pes.len().saturating_sub(SHOW) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
     };
     match pes.len() {
         0 => "no PE".to_owned(),

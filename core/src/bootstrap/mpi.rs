@@ -70,7 +70,8 @@ static LIVE: Mutex<Live> = Mutex::new(Live {
 });
 
 /// An [`MpiError`] as a bootstrap error, with `what` saying what was being done.
-fn mpi_err(what: String) -> impl FnOnce(MpiError) -> BootstrapError {
+fn mpi_err(what: impl Into<String>) -> impl FnOnce(MpiError) -> BootstrapError {
+    let what = what.into();
     move |e| {
         let kind = match e.kind() {
             MpiErrorKind::Usage => BootstrapErrorKind::Invalid,
@@ -90,19 +91,15 @@ impl LiveSlot {
     /// finalize cannot finalise MPI between the check and the count.
     fn take(mpi: &'static Mpi, parent: Comm<'_>) -> Result<LiveSlot, BootstrapError> {
         let mut l = lock(&LIVE);
-        if mpi
-            .is_finalized()
-            .map_err(mpi_err("MPI_Finalized".into()))?
-        {
+        let finalized = mpi.is_finalized().map_err(mpi_err("MPI_Finalized"))?;
+        if finalized {
             return Err(BootstrapError::invalid(
                 "MPI was finalised in this process, so no MPI bootstrap can be created (MPI \
                  cannot be initialised twice)",
             ));
         }
-        if !mpi
-            .is_initialized()
-            .map_err(mpi_err("MPI_Initialized".into()))?
-        {
+        let initialized = mpi.is_initialized().map_err(mpi_err("MPI_Initialized"))?;
+        if !initialized {
             if parent != mpi.world() && parent != mpi.self_comm() {
                 return Err(BootstrapError::invalid(format!(
                     "MPI is not initialised, so the MPI bootstrap can only use MPI_COMM_WORLD or \
@@ -111,7 +108,7 @@ impl LiveSlot {
                 )));
             }
             let init = mpi.init_thread(ThreadLevel::Multiple);
-            l.bootstrap_initialised_mpi |= init.map_err(mpi_err("initialising MPI".into()))?;
+            l.bootstrap_initialised_mpi |= init.map_err(mpi_err("initialising MPI"))?;
         }
         l.count += 1;
         Ok(LiveSlot)
@@ -125,7 +122,7 @@ impl LiveSlot {
         if l.count == 0 && l.bootstrap_initialised_mpi {
             l.bootstrap_initialised_mpi = false;
             let what = "finalising MPI, which a bootstrap initialised, after the last one";
-            mpi.finalize().map_err(mpi_err(what.into()))?;
+            mpi.finalize().map_err(mpi_err(what))?;
         }
         Ok(())
     }
@@ -199,7 +196,7 @@ impl MpiBootstrap {
                 "PE {my_pe} is out of range for {n_pes} PEs"
             )));
         }
-        let mpi = Mpi::get().map_err(mpi_err("loading MPI for the MPI bootstrap".into()))?;
+        let mpi = Mpi::get().map_err(mpi_err("loading MPI for the MPI bootstrap"))?;
         let parent = comm.unwrap_or_else(|| mpi.world());
         let slot = LiveSlot::take(mpi, parent)?;
         let what = format!("MPI bootstrap of instance {instance_id}, PE {my_pe}");
@@ -257,16 +254,14 @@ impl MpiBootstrap {
         }
         let (pe, n, id) = (self.me.pe, self.me.n_pes, self.me.instance_id);
         let rank = self.collective(|c| Ok(c.rank().unwrap_or(-1)))?;
-        let more = bad.len().saturating_sub(4);
+        let more = match bad.len().saturating_sub(4) {
+            0 => String::new(),
+            more => format!("; and {more} more"),
+        };
         let bad = bad[..bad.len().min(4)].join("; ");
         Err(BootstrapError::invalid(format!(
-            "MPI bootstrap of instance {id}: the ranks disagree: {bad}{} (this process is rank {rank} \
-             of {size}, given PE {pe} of {n})",
-            if more > 0 {
-                format!("; and {more} more")
-            } else {
-                String::new()
-            }
+            "MPI bootstrap of instance {id}: the ranks disagree: {bad}{more} (this process is rank \
+             {rank} of {size}, given PE {pe} of {n})"
         )))
     }
 

@@ -104,22 +104,16 @@ const _: () = assert!(UniqueId::VERSION == (1 << 16) + 136);
 
 impl Inner {
     fn new(addr: SocketAddr, fd: i32, secret: [u8; 16]) -> Inner {
-        let mut ip = [0u8; 16];
-        let (family, scope) = match addr {
-            SocketAddr::V4(a) => {
-                ip[..4].copy_from_slice(&a.ip().octets());
-                (4u16, 0)
-            }
-            SocketAddr::V6(a) => {
-                ip = a.ip().octets();
-                (6, a.scope_id())
-            }
+        let (family, ip, scope) = match addr {
+            // The IPv4 address in bytes 0..4, the rest zero.
+            SocketAddr::V4(a) => (4u16, u128::from(a.ip().to_bits()) << 96, 0),
+            SocketAddr::V6(a) => (6, a.ip().to_bits(), a.scope_id()),
         };
         Inner {
             tag: LAYOUT_TAG,
             family: family.to_le(),
             port: addr.port().to_le(),
-            addr: ip,
+            addr: ip.to_be_bytes(),
             scope_id: scope.to_le(),
             fd: fd.to_le(),
             pid: std::process::id().to_le(),
@@ -130,26 +124,19 @@ impl Inner {
 
     /// PE 0's server address, with its port and IPv6 scope id.
     fn addr(&self) -> Result<SocketAddr, BootstrapError> {
-        let (port, a, scope) = (
-            u16::from_le(self.port),
-            self.addr,
-            u32::from_le(self.scope_id),
-        );
-        let v4 = Ipv4Addr::new(a[0], a[1], a[2], a[3]);
-        let addr = match u16::from_le(self.family) {
-            4 => addr::socket_addr(v4.into(), port, 0),
-            6 => addr::socket_addr(Ipv6Addr::from(a).into(), port, scope),
-            f => {
-                let m =
-                    format!("the unique id holds address family {f}, not 4 or 6: it is corrupted");
-                return Err(BootstrapError::address(m));
-            }
+        let (port, bits) = (u16::from_le(self.port), u128::from_be_bytes(self.addr));
+        let corrupted = |what: String| {
+            let m = format!("the unique id holds {what}: it is corrupted");
+            Err(BootstrapError::address(m))
+        };
+        let ip = match u16::from_le(self.family) {
+            4 => IpAddr::V4(Ipv4Addr::from_bits((bits >> 96) as u32)),
+            6 => IpAddr::V6(Ipv6Addr::from_bits(bits)),
+            f => return corrupted(format!("address family {f}, not 4 or 6")),
         };
         match port {
-            0 => Err(BootstrapError::address(
-                "the unique id holds port 0: it is corrupted",
-            )),
-            _ => Ok(addr),
+            0 => corrupted("port 0".into()),
+            _ => Ok(addr::socket_addr(ip, port, u32::from_le(self.scope_id))),
         }
     }
 }
@@ -233,14 +220,6 @@ impl UniqueId {
         Ok(UniqueId::register(l, a))
     }
 
-    /// CANN's `ACLSHMEM_UNIQUEID_INITIALIZER`: the version, and zeros.
-    fn new_empty() -> UniqueId {
-        UniqueId {
-            version: UniqueId::VERSION,
-            ..UniqueId::zeroed()
-        }
-    }
-
     /// A fresh id for the socket `l` bound to `addr`, which the registry keeps.
     fn register(l: TcpListener, addr: SocketAddr) -> UniqueId {
         let addr = l.local_addr().unwrap_or(addr);
@@ -248,10 +227,11 @@ impl UniqueId {
         let inner = Inner::new(addr, l.as_raw_fd(), secret);
         sockets::keep(secret, l);
         tracing::debug!("unique id: PE 0 will serve on {addr}");
-        let internal = bytemuck::cast(inner);
+        // CANN's `ACLSHMEM_UNIQUEID_INITIALIZER` (the version, and zeros), with our part.
         UniqueId {
-            internal,
-            ..UniqueId::new_empty()
+            version: UniqueId::VERSION,
+            internal: bytemuck::cast(inner),
+            ..UniqueId::zeroed()
         }
     }
 
@@ -333,13 +313,13 @@ impl fmt::Debug for UniqueId {
 /// Binds `ip` on a random port in `[1024, 65536)`, trying up to [`PORT_ATTEMPTS`] ports; only
 /// "address in use" is retried.
 fn bind_random_port(ip: IpAddr, scope_id: u32) -> Result<UniqueId, BootstrapError> {
-    let mut last = None;
+    let mut last = io::Error::from(io::ErrorKind::AddrInUse);
     for _ in 0..PORT_ATTEMPTS {
         let port: u16 = rand::random_range(MIN_PORT..=u16::MAX);
         let a = addr::socket_addr(ip, port, scope_id);
         match addr::bind(a, false) {
             Ok(l) => return Ok(UniqueId::register(l, a)),
-            Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = Some(e),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = e,
             Err(e) => {
                 let m = format!("cannot bind the unique-id socket to {a}");
                 return Err(BootstrapError::io(m, e));
@@ -349,7 +329,6 @@ fn bind_random_port(ip: IpAddr, scope_id: u32) -> Result<UniqueId, BootstrapErro
     let m = format!(
         "no free port on {ip} after {PORT_ATTEMPTS} random tries; free some ports or set SHMEM_UID_SESSION_ID=ip:port"
     );
-    let last = last.unwrap_or_else(|| io::ErrorKind::AddrInUse.into());
     Err(BootstrapError::io(m, last))
 }
 
