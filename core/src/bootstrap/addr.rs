@@ -42,8 +42,9 @@ impl fmt::Display for Host {
     }
 }
 
-/// A parsed `host:port` or `[host]:port`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parsed `host:port` or `[host]:port`, which is also what a bootstrap URL holds
+/// ([`super::url`]: the brackets are `tcp6://`). Displayed as that URL.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct HostPort {
     /// The host.
     pub(crate) host: Host,
@@ -51,8 +52,43 @@ pub(crate) struct HostPort {
     pub(crate) scope: Option<String>,
     /// The port, not range-checked.
     pub(crate) port: u16,
-    /// Whether the host was in brackets.
+    /// Whether the host was in brackets: IPv6 syntax (`tcp6://`), IPv6 addresses only.
     pub(crate) bracketed: bool,
+}
+
+impl fmt::Display for HostPort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (host, port) = (&self.host, self.port);
+        match self.bracketed {
+            false => write!(f, "tcp://{host}:{port}"),
+            true => write!(f, "tcp6://[{host}]:{port}"),
+        }
+    }
+}
+
+impl HostPort {
+    /// The address of a server socket.
+    pub(crate) fn of(addr: SocketAddr) -> HostPort {
+        HostPort {
+            host: Host::Ip(addr.ip()),
+            scope: None,
+            port: addr.port(),
+            bracketed: addr.is_ipv6(),
+        }
+    }
+
+    /// The socket addresses to try, in order: a literal address is itself (with its scope
+    /// id); a name goes through the system resolver (`/etc/hosts`, DNS), IPv4 addresses
+    /// first, or only IPv6 ones when the host was in brackets.
+    pub(crate) fn resolve(&self) -> Result<Vec<SocketAddr>, BootstrapError> {
+        resolve(self, self.bracketed)
+    }
+
+    /// PE 0's listening socket on the first resolved address that binds.
+    pub(crate) fn bind(&self) -> Result<TcpListener, BootstrapError> {
+        let what = |a| format!("could not bind the bootstrap server of {self} to {a}");
+        bind_first(&self.resolve()?, true, what).map(|(l, _)| l)
+    }
 }
 
 /// Parses `s`; `what` names it in messages and `v6_example` shows how an IPv6 address is
@@ -147,10 +183,8 @@ pub(crate) fn parse_port(s: &str) -> Option<u16> {
     s.parse::<u32>().ok().and_then(|p| u16::try_from(p).ok())
 }
 
-/// The socket addresses of `hp`, in the order to try them: a literal address is itself (with
-/// its scope id); a name goes through the system resolver (`/etc/hosts`, DNS), IPv4
-/// addresses first, or only IPv6 ones when `v6_only`.
-pub(crate) fn resolve(hp: &HostPort, v6_only: bool) -> Result<Vec<SocketAddr>, BootstrapError> {
+/// See [`HostPort::resolve`].
+fn resolve(hp: &HostPort, v6_only: bool) -> Result<Vec<SocketAddr>, BootstrapError> {
     let mut addrs: Vec<SocketAddr> = match &hp.host {
         Host::Ip(ip) => {
             let scope_id = match hp.scope.as_deref() {
@@ -330,10 +364,10 @@ mod tests {
     #[test]
     fn resolution_orders_families() {
         assert_eq!(
-            resolve(&ok("127.0.0.1:5000"), false).unwrap(),
+            ok("127.0.0.1:5000").resolve().unwrap(),
             vec!["127.0.0.1:5000".parse().unwrap()]
         );
-        let v = resolve(&ok("localhost:5000"), false).expect("localhost resolves");
+        let v = ok("localhost:5000").resolve().expect("localhost resolves");
         assert!(
             v[0].is_ipv4() && v.iter().all(|a| a.port() == 5000 && a.ip().is_loopback()),
             "{v:?}"
@@ -343,18 +377,18 @@ mod tests {
             v[first_v6..].iter().all(SocketAddr::is_ipv6),
             "IPv4 first: {v:?}"
         );
-        match resolve(&ok("[localhost]:5000"), true) {
+        match ok("[localhost]:5000").resolve() {
             Ok(v) => assert!(v.iter().all(SocketAddr::is_ipv6), "{v:?}"),
             Err(e) => assert!(e.to_string().contains("no IPv6 address"), "{e}"),
         }
-        let v = resolve(&ok("[fe80::1%lo]:5000"), false).expect("lo exists");
+        let v = ok("[fe80::1%lo]:5000").resolve().expect("lo exists");
         assert!(matches!(v[0], SocketAddr::V6(a) if a.scope_id() != 0));
-        let e = resolve(&ok("[fe80::1%nonexistent0]:5000"), false).unwrap_err();
+        let e = ok("[fe80::1%nonexistent0]:5000").resolve().unwrap_err();
         assert!(
             e.to_string().contains("nonexistent0") && std::error::Error::source(&e).is_some(),
             "{e}"
         );
-        let e = resolve(&ok("no-such-host.invalid:5000"), false).unwrap_err();
+        let e = ok("no-such-host.invalid:5000").resolve().unwrap_err();
         assert!(
             e.to_string().contains("cannot resolve") && std::error::Error::source(&e).is_some(),
             "{e}"

@@ -343,31 +343,25 @@ impl StoreBootstrap {
         };
         let sent = frames::encode(id, msg).and_then(|f| self.send(&f, what));
         let mut s = lock(&self.shared.state);
-        let result = loop {
-            if let Err(e) = &sent {
-                break Err(e.clone());
-            }
-            if let Some(Some(r)) = s.replies.get_mut(&id).map(Option::take) {
-                break Ok(r);
-            }
-            if let Some(e) = &s.broken {
-                break Err(e.clone());
-            }
-            let far = Instant::now() + Duration::from_secs(3600);
-            let left = deadline
-                .unwrap_or(far)
-                .saturating_duration_since(Instant::now());
-            if left.is_zero() {
+        if sent.is_ok() {
+            let left = deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            let waiting = |s: &mut State| s.broken.is_none() && s.replies.get(&id) == Some(&None);
+            let woken = self.shared.arrived.wait_timeout_while(s, left, waiting);
+            s = woken.unwrap_or_else(PoisonError::into_inner).0;
+        }
+        let result = match (sent, s.replies.remove(&id).flatten()) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Some(reply)) => Ok(reply),
+            (Ok(()), None) => Err(s.broken.clone().unwrap_or_else(|| {
                 let (took, url) = (fmt_dur(&started.elapsed()), &self.shared.url);
                 let m = format!(
                     "timed out after {took}: no reply from the bootstrap server {url} to {what}"
                 );
-                break Err(BootstrapError::timeout(Vec::new(), m));
-            }
-            let woken = self.shared.arrived.wait_timeout(s, left);
-            s = woken.unwrap_or_else(PoisonError::into_inner).0;
+                BootstrapError::timeout(Vec::new(), m)
+            })),
         };
-        s.replies.remove(&id);
         drop(s);
         match result? {
             Reply::Failed(kind, m) => {

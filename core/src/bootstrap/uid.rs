@@ -190,7 +190,7 @@ impl UniqueId {
                  free (SHMEM_UID_SESSION_ID=ip:port chooses both)"
             )
         };
-        let (l, a) = addr::bind_first(&addr::resolve(&hp, false)?, false, what)?;
+        let (l, a) = addr::bind_first(&hp.resolve()?, false, what)?;
         Ok(UniqueId::register(l, a))
     }
 

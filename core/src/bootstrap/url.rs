@@ -6,8 +6,7 @@
 //! `HOST` is an IPv6 address (no scope) or a host name, which then resolves to IPv6 addresses
 //! only. `PORT` must satisfy `1024 < PORT <= 65535`. See [`super::addr`] for the host rules.
 
-use std::fmt;
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::IpAddr;
 
 use super::addr::{self, Host, HostPort};
 use super::error::BootstrapError;
@@ -16,55 +15,9 @@ use crate::attr::Attributes;
 /// The variable that gives non-zero instances their ports (`start:end`).
 pub(crate) const PORT_RANGE_ENV: &str = "SHMEM_INSTANCE_PORT_RANGE";
 
-/// A parsed `tcp://host:port` or `tcp6://[host]:port`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct BootstrapUrl {
-    /// Address or name of PE 0's machine.
-    pub(crate) host: Host,
-    /// TCP port of PE 0's server.
-    pub(crate) port: u16,
-    /// `tcp6://`: IPv6 addresses only.
-    pub(crate) tcp6: bool,
-}
-
-impl fmt::Display for BootstrapUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (host, port) = (&self.host, self.port);
-        match self.tcp6 {
-            false => write!(f, "tcp://{host}:{port}"),
-            true => write!(f, "tcp6://[{host}]:{port}"),
-        }
-    }
-}
-
-impl BootstrapUrl {
-    /// The URL of a server socket address.
-    pub(crate) fn of(addr: SocketAddr) -> BootstrapUrl {
-        BootstrapUrl {
-            host: Host::Ip(addr.ip()),
-            port: addr.port(),
-            tcp6: addr.is_ipv6(),
-        }
-    }
-
-    /// The addresses to try, in order: `tcp6://` gives IPv6 addresses only; `tcp://` IPv4
-    /// addresses first, then any IPv6 ones a host name also has.
-    pub(crate) fn resolve(&self) -> Result<Vec<SocketAddr>, BootstrapError> {
-        let hp = HostPort {
-            host: self.host.clone(),
-            scope: None,
-            port: self.port,
-            bracketed: self.tcp6,
-        };
-        addr::resolve(&hp, self.tcp6)
-    }
-
-    /// PE 0's listening socket on the first resolved address that binds.
-    pub(crate) fn bind(&self) -> Result<TcpListener, BootstrapError> {
-        let what = |a| format!("could not bind the bootstrap server of {self} to {a}");
-        addr::bind_first(&self.resolve()?, true, what).map(|(l, _)| l)
-    }
-}
+/// A parsed `tcp://host:port` or `tcp6://[host]:port`: its host, port, and `tcp6://` as the
+/// brackets.
+pub(crate) type BootstrapUrl = HostPort;
 
 /// Parses an `ip_port` of a running job (CANN's `is_valid_ip_port_url`).
 pub(crate) fn parse_url(s: &str) -> Result<BootstrapUrl, BootstrapError> {
@@ -104,13 +57,13 @@ pub(crate) fn parse_url(s: &str) -> Result<BootstrapUrl, BootstrapError> {
         }
         _ => {}
     }
-    let (host, port) = (hp.host, hp.port);
-    if port <= 1024 {
+    if hp.port <= 1024 {
+        let port = hp.port;
         return Err(err(&format!(
             "has port {port}, which must be above 1024 (and at most 65535)"
         )));
     }
-    Ok(BootstrapUrl { host, port, tcp6 })
+    Ok(hp)
 }
 
 /// CANN's `aclshmemi_instance_port_selection`: rewrites the template `ip_port` (port 0) to
@@ -217,13 +170,13 @@ mod tests {
     fn shapes_and_display() {
         let u = ok("tcp://127.0.0.1:5000");
         assert_eq!(
-            (u.host.clone(), u.port, u.tcp6),
+            (u.host.clone(), u.port, u.bracketed),
             (Host::Ip(Ipv4Addr::LOCALHOST.into()), 5000, false)
         );
         assert_eq!(u.to_string(), "tcp://127.0.0.1:5000");
         let u = ok("tcp6://[::1]:65535");
         assert_eq!(
-            (u.host.clone(), u.tcp6),
+            (u.host.clone(), u.bracketed),
             (Host::Ip(Ipv6Addr::LOCALHOST.into()), true)
         );
         assert_eq!(u.to_string(), "tcp6://[::1]:65535");
@@ -231,7 +184,7 @@ mod tests {
             ok("tcp://node-01.cluster.local:1025").host,
             Host::Name("node-01.cluster.local".into())
         );
-        assert!(ok("tcp6://[localhost]:3000").tcp6);
+        assert!(ok("tcp6://[localhost]:3000").bracketed);
         assert_eq!(ok("tcp://1.2.3.4:02000").port, 2000);
         assert_eq!(
             BootstrapUrl::of("[::1]:7".parse().unwrap()).to_string(),
