@@ -229,15 +229,12 @@ impl Server {
             if self.finished(now) {
                 break;
             }
-            let wait = self
-                .next_deadline()
-                .map(|d| d.saturating_duration_since(now));
+            let left = |d: Instant| d.saturating_duration_since(now);
+            let wait = self.next_deadline().map(left);
             let ts = Timespec::try_from(wait.unwrap_or(Duration::MAX).min(Duration::from_secs(5)));
             let mut fds = vec![PollFd::new(&self.stop_rx, PollFlags::IN)];
-            let listener = self
-                .listener
-                .as_ref()
-                .filter(|_| self.accept_pause.is_none());
+            let paused = self.accept_pause.is_some();
+            let listener = self.listener.as_ref().filter(|_| !paused);
             fds.extend(listener.map(|l| PollFd::new(l, PollFlags::IN)));
             let first = fds.len();
             let mut index = Vec::new();
@@ -305,16 +302,11 @@ impl Server {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        let own = [
-            self.round_deadline(),
-            self.grace_deadline,
-            self.accept_pause,
-        ];
-        let greetings = self.conns.iter().flatten().filter(|c| c.rank.is_none());
-        own.into_iter()
-            .flatten()
-            .chain(greetings.map(|c| c.deadline))
-            .min()
+        let (grace, pause) = (self.grace_deadline, self.accept_pause);
+        let own = [self.round_deadline(), grace, pause];
+        let greeting = |c: &Conn| c.rank.is_none().then_some(c.deadline);
+        let greetings = self.conns.iter().flatten().filter_map(greeting);
+        own.into_iter().flatten().chain(greetings).min()
     }
 
     fn expire(&mut self, now: Instant) {
@@ -326,11 +318,10 @@ impl Server {
             self.fail_round(&e);
         }
         let limit = fmt_dur(&self.p.init_timeout.min(HELLO_TIMEOUT_MAX));
-        for c in self.conns.iter_mut().flatten() {
-            if c.rank.is_none() && now >= c.deadline {
-                c.close
-                    .get_or_insert_with(|| format!("sent no greeting within {limit}"));
-            }
+        let late = |c: &&mut Conn| c.rank.is_none() && now >= c.deadline;
+        for c in self.conns.iter_mut().flatten().filter(late) {
+            let why = format!("sent no greeting within {limit}");
+            c.close.get_or_insert(why);
         }
     }
 
@@ -339,9 +330,8 @@ impl Server {
         let missing: Vec<u32> = (0..self.p.n_pes)
             .filter(|&p| r.arrivals[p as usize].is_none())
             .collect();
-        let (never, late): (Vec<u32>, Vec<u32>) = missing
-            .iter()
-            .partition(|&&p| self.slots[p as usize] == Slot::Vacant);
+        let vacant = |p: &&u32| self.slots[**p as usize] == Slot::Vacant;
+        let (never, late): (Vec<u32>, Vec<u32>) = missing.iter().partition(vacant);
         let (seq, inst) = (r.seq, self.inst());
         let (never, late) = (fmt_pes(&never), fmt_pes(&late));
         let what = match (seq, never.as_str(), late.as_str()) {
@@ -465,9 +455,8 @@ impl Server {
         c.queued += chunk.len();
         c.wq.push_back(chunk);
         if c.queued > MAX_QUEUED {
-            let q = c.queued;
-            c.close
-                .get_or_insert_with(|| format!("does not read its replies ({q} bytes queued)"));
+            let why = format!("does not read its replies ({} bytes queued)", c.queued);
+            c.close.get_or_insert(why);
         }
     }
 
@@ -505,10 +494,8 @@ impl Server {
 
     /// Closes every connection marked for closing; true if any was.
     fn reap(&mut self) -> bool {
-        let marked = |c: &Option<Conn>| c.as_ref().is_some_and(|c| c.close.is_some());
-        let marked: Vec<usize> = (0..self.conns.len())
-            .filter(|&i| marked(&self.conns[i]))
-            .collect();
+        let marked = |i: &usize| self.conns[*i].as_ref().is_some_and(|c| c.close.is_some());
+        let marked: Vec<usize> = (0..self.conns.len()).filter(marked).collect();
         for &i in &marked {
             self.close_conn(i);
         }
@@ -626,11 +613,9 @@ impl Server {
     /// `rank` (who lost its connection or exited) with a notice.
     fn break_job(&mut self, e: BootstrapError, rank: u32) {
         let is_exit = |e: &BootstrapError| matches!(e.kind(), Kind::GlobalExit { .. });
-        if self
-            .broken
-            .as_ref()
-            .is_none_or(|b| is_exit(&e) && !is_exit(b))
-        {
+        // A global exit replaces a loss as the reason: it says why the job ends.
+        let replaces = |b: &BootstrapError| is_exit(&e) && !is_exit(b);
+        if self.broken.as_ref().is_none_or(replaces) {
             self.broken = Some(e.clone());
         }
         self.fail_round(&e);
