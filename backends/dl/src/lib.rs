@@ -119,21 +119,15 @@ impl Library {
     /// Loading runs the library's initialisers: they must be sound to run in this process,
     /// now, from this thread.
     pub unsafe fn open(path: impl AsRef<OsStr>) -> Result<Library, DlError> {
-        let path = path.as_ref();
+        let os = path.as_ref();
         // SAFETY: the caller vouches for the library's initialisers.
-        let opened = unsafe { Handle::open(Some(path), RTLD_NOW | RTLD_GLOBAL) };
-        let (place, what) = (
-            path.to_string_lossy().into_owned(),
-            path.display().to_string(),
-        );
+        let opened = unsafe { Handle::open(Some(os), RTLD_NOW | RTLD_GLOBAL) };
+        let path = os.to_string_lossy().into_owned();
         let handle = opened.map_err(|e| {
-            let attempts = vec![Attempt::new(place.clone(), describe(&e))];
+            let (what, attempts) = (path.clone(), vec![Attempt::new(path.clone(), describe(&e))]);
             DlError::NotLoaded { what, attempts }
         })?;
-        Ok(Library {
-            handle,
-            path: place,
-        })
+        Ok(Library { handle, path })
     }
 
     /// Opens the first of `candidates` that loads and for which `check` returns `Ok`, and
@@ -160,10 +154,8 @@ impl Library {
                 Err(e) => return Err(e),
             }
         }
-        Err(DlError::NotLoaded {
-            what: what.to_owned(),
-            attempts,
-        })
+        let what = what.to_owned();
+        Err(DlError::NotLoaded { what, attempts })
     }
 
     /// The name or path the library was opened by.

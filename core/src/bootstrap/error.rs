@@ -190,19 +190,12 @@ impl StdError for BootstrapError {
 /// The bootstrap's failures as the transport sees them, while it attaches its peers or waits.
 impl From<BootstrapError> for TransportError {
     fn from(e: BootstrapError) -> TransportError {
+        let detail = e.message;
         match e.kind {
-            BootstrapErrorKind::PeerLost { pe } => TransportError::PeerLost {
-                pe,
-                detail: e.message,
-            },
-            BootstrapErrorKind::ServerLost => TransportError::PeerLost {
-                pe: 0,
-                detail: e.message,
-            },
-            BootstrapErrorKind::GlobalExit { .. } => {
-                TransportError::JobEnding { detail: e.message }
-            }
-            _ => TransportError::Exchange(e.message),
+            BootstrapErrorKind::PeerLost { pe } => TransportError::PeerLost { pe, detail },
+            BootstrapErrorKind::ServerLost => TransportError::PeerLost { pe: 0, detail },
+            BootstrapErrorKind::GlobalExit { .. } => TransportError::JobEnding { detail },
+            _ => TransportError::Exchange(detail),
         }
     }
 }
