@@ -81,7 +81,40 @@ impl HostPort {
     /// id); a name goes through the system resolver (`/etc/hosts`, DNS), IPv4 addresses
     /// first, or only IPv6 ones when the host was in brackets.
     pub(crate) fn resolve(&self) -> Result<Vec<SocketAddr>, BootstrapError> {
-        resolve(self, self.bracketed)
+        let v6_only = self.bracketed;
+        let mut addrs: Vec<SocketAddr> = match &self.host {
+            Host::Ip(ip) => {
+                let index = |s: &str| s.parse().or_else(|_| nix::net::if_::if_nametoindex(s));
+                let scope_id = match self.scope.as_deref() {
+                    None => 0,
+                    Some(s) => index(s).map_err(|e| {
+                        let m = format!("scope {s:?} is not a network interface of this machine");
+                        BootstrapError::address(m).with_source(io::Error::from(e))
+                    })?,
+                };
+                vec![socket_addr(*ip, self.port, scope_id)]
+            }
+            Host::Name(n) => {
+                let m =
+                    format!("cannot resolve host {n:?}; use an IP address or a name in /etc/hosts");
+                let found = (n.as_str(), self.port).to_socket_addrs();
+                found
+                    .map_err(|e| BootstrapError::address(m).with_source(e))?
+                    .collect()
+            }
+        };
+        if v6_only {
+            addrs.retain(SocketAddr::is_ipv6);
+        }
+        // Stable: keeps the resolver's order within each family.
+        addrs.sort_by_key(SocketAddr::is_ipv6);
+        addrs.dedup();
+        if addrs.is_empty() {
+            let (host, family) = (self.host.to_string(), if v6_only { "IPv6 " } else { "" });
+            let m = format!("host {host:?} has no {family}address");
+            return Err(BootstrapError::address(m));
+        }
+        Ok(addrs)
     }
 
     /// PE 0's listening socket on the first resolved address that binds.
@@ -98,34 +131,29 @@ pub(crate) fn parse_host_port(
     what: &str,
     v6_example: &str,
 ) -> Result<HostPort, BootstrapError> {
-    let err = |why: String| BootstrapError::address(format!("{what} {s:?} {why}"));
+    let err = |why: String| Err(BootstrapError::address(format!("{what} {s:?} {why}")));
     if s.is_empty() {
         return Err(BootstrapError::address(format!("{what} is empty")));
     }
     let (host, port, bracketed) = match s.strip_prefix('[') {
         Some(rest) => {
-            let (inside, after) = rest
-                .split_once(']')
-                .ok_or_else(|| err("has '[' without ']'".into()))?;
+            let Some((inside, after)) = rest.split_once(']') else {
+                return err("has '[' without ']'".into());
+            };
             let port = match after.strip_prefix(':') {
                 Some(p) => p,
-                None if after.is_empty() => return Err(err("has no :port".into())),
-                None => {
-                    return Err(err(format!(
-                        "must look like {v6_example}: text follows ']'"
-                    )));
-                }
+                None if after.is_empty() => return err("has no :port".into()),
+                None => return err(format!("must look like {v6_example}: text follows ']'")),
             };
             (inside, port, true)
         }
         None => {
-            let (host, port) = s
-                .rsplit_once(':')
-                .ok_or_else(|| err("has no :port".into()))?;
+            let Some((host, port)) = s.rsplit_once(':') else {
+                return err("has no :port".into());
+            };
             if host.contains(':') || host.contains('[') {
-                return Err(err(format!(
-                    "holds an IPv6 address, which needs brackets, as in {v6_example}"
-                )));
+                let m = format!("holds an IPv6 address, which needs brackets, as in {v6_example}");
+                return err(m);
             }
             (host, port, false)
         }
@@ -134,39 +162,34 @@ pub(crate) fn parse_host_port(
         Some((h, scope)) if bracketed => (h, Some(scope)),
         _ => (host, None),
     };
+    let name_char = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
     let host = if host.is_empty() {
-        return Err(err("has an empty host".into()));
+        return err("has an empty host".into());
     } else if let Ok(a) = host.parse::<IpAddr>() {
         Host::Ip(a)
-    } else if host.len() <= MAX_HOSTNAME_LEN
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
-    {
+    } else if host.len() <= MAX_HOSTNAME_LEN && host.bytes().all(name_char) {
         Host::Name(host.to_owned())
     } else {
-        return Err(err(format!(
+        return err(format!(
             "has host {host:?}, neither an IP address nor a host name of at most {MAX_HOSTNAME_LEN} characters \
              out of [A-Za-z0-9.-]"
-        )));
+        ));
     };
     if let Some(sc) = scope {
-        let name_ok = sc.len() <= MAX_IFNAME_LEN
-            && sc
-                .bytes()
-                .all(|b| b.is_ascii_graphic() && b != b'/' && b != b'%');
+        let ifname_char = |b: u8| b.is_ascii_graphic() && b != b'/' && b != b'%';
+        let name_ok = sc.len() <= MAX_IFNAME_LEN && sc.bytes().all(ifname_char);
         let index_ok = sc.bytes().all(|b| b.is_ascii_digit()) && sc.parse::<u32>().is_ok();
         if !matches!(host, Host::Ip(IpAddr::V6(_))) || sc.is_empty() || !(index_ok || name_ok) {
-            return Err(err(format!(
+            return err(format!(
                 "has scope {sc:?}: only an IPv6 address takes a %scope, an interface name or index"
-            )));
+            ));
         }
     }
-    let port = parse_port(port).ok_or_else(|| {
-        err(format!(
+    let Some(port) = parse_port(port) else {
+        return err(format!(
             "has port {port:?}, not a decimal number up to 65535"
-        ))
-    })?;
+        ));
+    };
     Ok(HostPort {
         host,
         scope: scope.map(str::to_owned),
@@ -183,48 +206,6 @@ pub(crate) fn parse_port(s: &str) -> Option<u16> {
     s.parse::<u32>().ok().and_then(|p| u16::try_from(p).ok())
 }
 
-/// See [`HostPort::resolve`].
-fn resolve(hp: &HostPort, v6_only: bool) -> Result<Vec<SocketAddr>, BootstrapError> {
-    let mut addrs: Vec<SocketAddr> = match &hp.host {
-        Host::Ip(ip) => {
-            let scope_id = match hp.scope.as_deref() {
-                None => 0,
-                Some(s) => s
-                    .parse()
-                    .or_else(|_| nix::net::if_::if_nametoindex(s))
-                    .map_err(|e| {
-                        let m = format!("scope {s:?} is not a network interface of this machine");
-                        BootstrapError::address(m).with_source(io::Error::from(e))
-                    })?,
-            };
-            vec![socket_addr(*ip, hp.port, scope_id)]
-        }
-        Host::Name(n) => (n.as_str(), hp.port)
-            .to_socket_addrs()
-            .map_err(|e| {
-                BootstrapError::address(format!(
-                    "cannot resolve host {n:?}; use an IP address or a name in /etc/hosts"
-                ))
-                .with_source(e)
-            })?
-            .collect(),
-    };
-    if v6_only {
-        addrs.retain(SocketAddr::is_ipv6);
-    }
-    // Stable: keeps the resolver's order within each family.
-    addrs.sort_by_key(SocketAddr::is_ipv6);
-    addrs.dedup();
-    if addrs.is_empty() {
-        let family = if v6_only { "IPv6 " } else { "" };
-        let host = hp.host.to_string();
-        return Err(BootstrapError::address(format!(
-            "host {host:?} has no {family}address"
-        )));
-    }
-    Ok(addrs)
-}
-
 /// The socket address of `ip` and `port`, with `scope_id` if it is IPv6.
 pub(crate) fn socket_addr(ip: IpAddr, port: u16, scope_id: u32) -> SocketAddr {
     match ip {
@@ -237,10 +218,9 @@ pub(crate) fn socket_addr(ip: IpAddr, port: u16, scope_id: u32) -> SocketAddr {
 /// name) with `SO_REUSEADDR`, so that a finalize→init loop can reuse the port, and
 /// close-on-exec; listening if `listen`.
 pub(crate) fn bind(addr: SocketAddr, listen: bool) -> io::Result<TcpListener> {
-    let family = if addr.is_ipv6() {
-        AddressFamily::INET6
-    } else {
-        AddressFamily::INET
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::INET,
+        SocketAddr::V6(_) => AddressFamily::INET6,
     };
     let fd = rustix::net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
     rustix::net::sockopt::set_socket_reuseaddr(&fd, true)?;
@@ -262,9 +242,8 @@ pub(crate) fn bind_first(
     for &a in addrs {
         match bind(a, listen) {
             Ok(l) => return Ok((l, a)),
-            Err(e) => {
-                first.get_or_insert((a, e));
-            }
+            Err(e) if first.is_none() => first = Some((a, e)),
+            Err(_) => {}
         }
     }
     let (a, e) = first.expect("a resolved host has at least one address");

@@ -21,7 +21,11 @@ pub(crate) type BootstrapUrl = HostPort;
 
 /// Parses an `ip_port` of a running job (CANN's `is_valid_ip_port_url`).
 pub(crate) fn parse_url(s: &str) -> Result<BootstrapUrl, BootstrapError> {
-    let err = |why: &str| BootstrapError::address(format!("bootstrap address {s:?} {why}"));
+    let err = |why: &str| {
+        Err(BootstrapError::address(format!(
+            "bootstrap address {s:?} {why}"
+        )))
+    };
     let (rest, tcp6) = if let Some(r) = s.strip_prefix("tcp6://") {
         (r, true)
     } else if let Some(r) = s.strip_prefix("tcp://") {
@@ -31,39 +35,27 @@ pub(crate) fn parse_url(s: &str) -> Result<BootstrapUrl, BootstrapError> {
             "the bootstrap address is empty (expected tcp://host:port or tcp6://[host]:port)",
         ));
     } else {
-        return Err(err("must start with tcp:// or tcp6://"));
+        return err("must start with tcp:// or tcp6://");
     };
     let example = match tcp6 {
         true => "tcp6://[::1]:port",
         false => "tcp6://[address]:port, not tcp://",
     };
     let hp = addr::parse_host_port(rest, "bootstrap address", example)?;
-    match (&hp.host, tcp6) {
-        _ if tcp6 && !hp.bracketed => {
-            return Err(err("needs the host in brackets, as in tcp6://[::1]:port"));
-        }
-        _ if hp.scope.is_some() => {
-            return Err(err("has an IPv6 scope, which ip_port cannot carry"));
-        }
-        (Host::Ip(IpAddr::V4(a)), true) => {
-            return Err(err(&format!(
-                "holds the IPv4 address {a}; use tcp://{a}:port"
-            )));
+    match (&hp.host, tcp6, hp.port) {
+        _ if tcp6 && !hp.bracketed => err("needs the host in brackets, as in tcp6://[::1]:port"),
+        _ if hp.scope.is_some() => err("has an IPv6 scope, which ip_port cannot carry"),
+        (Host::Ip(IpAddr::V4(a)), true, _) => {
+            err(&format!("holds the IPv4 address {a}; use tcp://{a}:port"))
         }
         _ if hp.bracketed && !tcp6 => {
-            return Err(err(
-                "needs the form tcp6://[address]:port for an IPv6 address",
-            ));
+            err("needs the form tcp6://[address]:port for an IPv6 address")
         }
-        _ => {}
-    }
-    if hp.port <= 1024 {
-        let port = hp.port;
-        return Err(err(&format!(
+        (.., port @ ..=1024) => err(&format!(
             "has port {port}, which must be above 1024 (and at most 65535)"
-        )));
+        )),
+        _ => Ok(hp),
     }
-    Ok(hp)
 }
 
 /// CANN's `aclshmemi_instance_port_selection`: rewrites the template `ip_port` (port 0) to
@@ -117,14 +109,10 @@ pub(crate) fn select_instance_port(
             "ip_port {ip_port:?} needs the form tcp://host:0 or tcp6://[address]:0"
         ));
     };
-    let p = &ip_port[pos + 1..];
+    let (template, p) = (&ip_port[..pos], &ip_port[pos + 1..]);
     match addr::parse_port(p) {
         // Cannot overflow: instance_id <= end - start, so start + instance_id <= end.
-        Some(0) => Ok(format!(
-            "{}:{}",
-            &ip_port[..pos],
-            u64::from(start) + instance_id
-        )),
+        Some(0) => Ok(format!("{template}:{}", u64::from(start) + instance_id)),
         Some(n) => bad(format!(
             "ip_port {ip_port:?} has port {n}: with ports from {env} it must be 0"
         )),
