@@ -75,18 +75,14 @@ pub(crate) fn allgather_records<T: Pod>(
     mine: &T,
 ) -> Result<Vec<T>, BootstrapError> {
     let all = b.allgather(bytemuck::bytes_of(mine))?;
-    all.iter()
-        .enumerate()
-        .map(|(pe, r)| {
-            bytemuck::try_pod_read_unaligned(r).map_err(|_| {
-                BootstrapError::protocol(format!(
-                    "PE {pe} sent a record of {} bytes where {} were expected: the PEs run different builds",
-                    r.len(),
-                    size_of::<T>()
-                ))
-            })
+    let record = |(pe, r): (usize, &Vec<u8>)| {
+        bytemuck::try_pod_read_unaligned(r).map_err(|_| {
+            let (got, want) = (r.len(), size_of::<T>());
+            let m = format!("PE {pe} sent a record of {got} bytes where {want} were expected: the PEs run different builds");
+            BootstrapError::protocol(m)
         })
-        .collect()
+    };
+    all.iter().enumerate().map(record).collect()
 }
 
 /// Meets the other PEs of instance `attrs.instance_id` as `attrs.mode` says (the attributes
@@ -140,17 +136,15 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
 /// a TCP socket bound to `port`.
 fn prebound_listener(listener: &Listener, port: u16) -> Result<TcpListener, BootstrapError> {
     let bad = |why: String| BootstrapError::invalid(format!("the pre-bound socket {why}"));
-    let socket = listener
-        .socket()
-        .map_err(|e| bad(format!("cannot be duplicated: {e}")))?;
-    let bound = socket
-        .local_addr()
-        .map_err(|e| bad(format!("is not a TCP socket: {e}")))?;
-    if bound.port() != port {
-        return Err(bad(format!(
-            "is bound to port {}, but ip_port names port {port}",
-            bound.port()
-        )));
+    let socket = listener.socket();
+    let socket = socket.map_err(|e| bad(format!("cannot be duplicated: {e}")))?;
+    let bound = socket.local_addr();
+    let bound = bound
+        .map_err(|e| bad(format!("is not a TCP socket: {e}")))?
+        .port();
+    if bound != port {
+        let m = format!("is bound to port {bound}, but ip_port names port {port}");
+        return Err(bad(m));
     }
     Ok(socket)
 }

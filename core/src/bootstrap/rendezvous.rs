@@ -140,16 +140,11 @@ fn listen_for(addr: &SocketAddrUnix, deadline: Instant) -> Result<UniqueId, Boot
         )));
     }
     let left = deadline.saturating_duration_since(Instant::now());
-    let _ = sockopt::set_socket_timeout(
-        &sock,
-        Timeout::Recv,
-        Some(left.max(Duration::from_millis(1))),
-    );
+    let left = left.max(Duration::from_millis(1));
+    let _ = sockopt::set_socket_timeout(&sock, Timeout::Recv, Some(left));
     let mut bytes = Vec::new();
-    File::from(sock)
-        .take(4096)
-        .read_to_end(&mut bytes)
-        .map_err(|e| BootstrapError::io("reading the rendezvous announcement", e))?;
+    let read = File::from(sock).take(4096).read_to_end(&mut bytes);
+    read.map_err(|e| BootstrapError::io("reading the rendezvous announcement", e))?;
     UniqueId::from_bytes(&bytes).map_err(|e| {
         let m = format!("malformed rendezvous announcement of {} bytes", bytes.len());
         BootstrapError::protocol(m).with_source(e)

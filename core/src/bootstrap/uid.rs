@@ -68,6 +68,9 @@ const MIN_PORT: u16 = 1024;
 /// How many random ports are tried before giving up.
 const PORT_ATTEMPTS: u32 = 1000;
 const LAYOUT_TAG: [u8; 4] = *b"RsU1";
+/// What a session address that does not bind needs.
+const BIND_HINT: &str = "the address must belong to this machine and the port be free \
+                         (SHMEM_UID_SESSION_ID=ip:port chooses both)";
 
 /// CANN's `aclshmemx_uniqueid_t`: what PE 0 makes and every PE needs to init in unique-id
 /// mode. Plain old data (136 bytes); see the module docs for the layout of `internal`.
@@ -179,17 +182,12 @@ impl UniqueId {
             )));
         }
         if hp.port < MIN_PORT {
+            let port = hp.port;
             return Err(BootstrapError::address(format!(
-                "unique-id session address {value:?}: port {} is below 1024; choose a port in 1024..=65535",
-                hp.port
+                "unique-id session address {value:?}: port {port} is below 1024; choose a port in 1024..=65535"
             )));
         }
-        let what = |a| {
-            format!(
-                "cannot bind the unique-id socket to {a}; the address must belong to this machine and the port be \
-                 free (SHMEM_UID_SESSION_ID=ip:port chooses both)"
-            )
-        };
+        let what = |a| format!("cannot bind the unique-id socket to {a}; {BIND_HINT}");
         let (l, a) = addr::bind_first(&hp.resolve()?, false, what)?;
         Ok(UniqueId::register(l, a))
     }
@@ -243,12 +241,13 @@ impl UniqueId {
     /// An id from broadcast bytes: exactly 136 of them, with CANN's version and an address
     /// this library wrote.
     pub fn from_bytes(bytes: &[u8]) -> Result<UniqueId, BootstrapError> {
-        let uid: UniqueId = bytemuck::try_pod_read_unaligned(bytes).map_err(|_| {
-            BootstrapError::address(format!(
-                "a unique id has 136 bytes, not {}; broadcast all of aclshmemx_uniqueid_t unchanged",
-                bytes.len()
-            ))
-        })?;
+        let Ok(uid) = bytemuck::try_pod_read_unaligned::<UniqueId>(bytes) else {
+            let len = bytes.len();
+            let m = format!(
+                "a unique id has 136 bytes, not {len}; broadcast all of aclshmemx_uniqueid_t unchanged"
+            );
+            return Err(BootstrapError::address(m));
+        };
         uid.inner()?.addr()?;
         Ok(uid)
     }
