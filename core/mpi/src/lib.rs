@@ -150,9 +150,13 @@ impl fmt::Debug for Mpi {
     }
 }
 
+/// What the thread rules hold during a call: the process-wide lock, unless MPI provides
+/// `MPI_THREAD_MULTIPLE`.
+type Serial<'a> = Option<MutexGuard<'a, ()>>;
+
 /// A call in progress: the thread rules' lock (if any), then the read side of
 /// [`Mpi::calls`]. Fields drop in order: the serialisation lock first.
-type Entered<'a> = (Option<MutexGuard<'a, ()>>, RwLockReadGuard<'a, ()>);
+type Entered<'a> = (Serial<'a>, RwLockReadGuard<'a, ()>);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -352,11 +356,7 @@ impl Mpi {
     /// `MPI_THREAD_MULTIPLE`, else the process-wide lock (when another thread holds it: wait
     /// for it, or fail if not `wait`), and under `MPI_THREAD_FUNNELED` or `MPI_THREAD_SINGLE`
     /// also that this is the thread that initialised MPI. MPI must be initialised.
-    fn serialize(
-        &self,
-        call: &'static str,
-        wait: bool,
-    ) -> Result<Option<MutexGuard<'_, ()>>, MpiError> {
+    fn serialize(&self, call: &'static str, wait: bool) -> Result<Serial<'_>, MpiError> {
         let level = self.level()?;
         if level == ThreadLevel::Multiple {
             return Ok(None);

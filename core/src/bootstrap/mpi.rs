@@ -200,13 +200,10 @@ impl MpiBootstrap {
         let parent = comm.unwrap_or_else(|| mpi.world());
         let slot = LiveSlot::take(mpi, parent)?;
         let what = format!("MPI bootstrap of instance {instance_id}, PE {my_pe}");
-        let dup = parent
-            .dup()
-            .map_err(mpi_err(format!("{what}: MPI_Comm_dup")))?;
-        let size = dup
-            .comm()
-            .set_errors_return()
-            .and_then(|()| dup.comm().size());
+        let dup_failed = mpi_err(format!("{what}: MPI_Comm_dup"));
+        let dup = parent.dup().map_err(dup_failed)?;
+        let comm = dup.comm();
+        let size = comm.set_errors_return().and_then(|()| comm.size());
         let me = MpiBootstrap {
             mpi,
             me: Member {
@@ -214,9 +211,7 @@ impl MpiBootstrap {
                 n_pes,
                 instance_id,
             },
-            size: size
-                .as_ref()
-                .map_or(0, |&s| usize::try_from(s).unwrap_or(0)),
+            size: size.as_ref().map_or(0, |&s| s.max(0) as usize),
             live: Mutex::new(Some((dup, slot))),
         };
         let setup = size.map_err(mpi_err(format!("{what}: setting MPI_ERRORS_RETURN")));
@@ -326,11 +321,8 @@ impl Bootstrap for MpiBootstrap {
         // is in a collective on it (and holds the lock).
         let world = self.mpi.world();
         let live = self.live.try_lock().ok();
-        let dup = live
-            .as_deref()
-            .and_then(Option::as_ref)
-            .map(|(c, _)| c.comm());
-        let aborted = dup.unwrap_or(world).abort(status);
+        let dup = live.as_deref().and_then(Option::as_ref);
+        let aborted = dup.map_or(world, |(c, _)| c.comm()).abort(status);
         if let Err(e) = aborted.or_else(|_| world.abort(status)) {
             tracing::debug!("mpi bootstrap: {e}; the caller exits, and mpirun then ends the job");
         }
@@ -340,10 +332,8 @@ impl Bootstrap for MpiBootstrap {
         let Some((dup, slot)) = lock(&self.live).take() else {
             return Ok(());
         };
-        let barrier = dup
-            .comm()
-            .barrier()
-            .map_err(self.err("the finalize barrier"));
+        let comm = dup.comm();
+        let barrier = comm.barrier().map_err(self.err("the finalize barrier"));
         let free = dup.free().map_err(self.err("freeing the communicator"));
         barrier.and(free).and(slot.finalize(self.mpi))
     }
