@@ -7,16 +7,16 @@
 //! state rules (initialised, thread level, valid handles); the safe layer in `lib.rs` enforces
 //! those, which is what the `# Safety` sections ask of it.
 
+use std::ffi::{c_char, c_int, c_void};
+
 use crate::error::MpiError;
 use crate::sys::{Library, MPI_MAX_ERROR_STRING, MPI_SUCCESS, MpiComm, MpiErrhandler, handle_ptr};
-use std::ffi::{c_char, c_int, c_void};
 
 /// `Ok` for `MPI_SUCCESS`, else the code with its text.
 fn check(lib: &Library, call: &'static str, rc: c_int) -> Result<(), MpiError> {
-    if rc == MPI_SUCCESS {
-        Ok(())
-    } else {
-        Err(MpiError::failed(call, rc, &error_string(lib, rc)))
+    match rc {
+        MPI_SUCCESS => Ok(()),
+        rc => Err(MpiError::failed(call, rc, &error_string(lib, rc))),
     }
 }
 
@@ -138,9 +138,8 @@ pub(crate) unsafe fn allgather_bytes(
     })?;
     // SAFETY: forwarded from the caller.
     let size = unsafe { comm_size(lib, comm) }?;
-    let expected = usize::try_from(size)
-        .ok()
-        .and_then(|n| n.checked_mul(send.len()));
+    let bytes_for = |ranks: usize| ranks.checked_mul(send.len());
+    let expected = usize::try_from(size).ok().and_then(bytes_for);
     if expected != Some(recv.len()) {
         let (got, n) = (recv.len(), send.len());
         let m = format!(
@@ -149,10 +148,8 @@ pub(crate) unsafe fn allgather_bytes(
         return Err(MpiError::usage(CALL, m));
     }
     let byte = handle_ptr(lib.handles.byte);
-    let (send, recv) = (
-        send.as_ptr().cast::<c_void>(),
-        recv.as_mut_ptr().cast::<c_void>(),
-    );
+    let send = send.as_ptr().cast::<c_void>();
+    let recv = recv.as_mut_ptr().cast::<c_void>();
     // SAFETY: `comm` is valid (the caller's guarantee); `byte` is `&ompi_mpi_byte`, Open MPI's
     // MPI_BYTE, so counts are bytes; `send` holds `count` bytes and `recv` exactly `count` bytes
     // per rank of `comm` (checked above); MPI only reads `send` and only writes within `recv`.

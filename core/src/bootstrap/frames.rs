@@ -57,25 +57,14 @@ pub(crate) struct HelloHead {
 /// A PE's request; the PE waits for one reply to each.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub(crate) enum Request {
-    /// The PE's `seq`-th collective call (1 = the init rendezvous), a barrier.
-    Barrier {
-        /// The collective's sequence number.
-        seq: u64,
-    },
-    /// The PE's `seq`-th collective call, an allgather of `data`.
-    Allgather {
-        /// The collective's sequence number.
-        seq: u64,
-        /// This PE's contribution.
-        data: Blob,
-    },
+    /// `Barrier(seq)`: the PE's `seq`-th collective call (1 = the init rendezvous), a barrier.
+    Barrier(u64),
+    /// `Allgather(seq, data)`: the PE's `seq`-th collective call, an allgather of its `data`.
+    Allgather(u64, Blob),
     /// The PE is finalizing: its next close is not a loss.
     Bye,
-    /// The PE ends the job (`global_exit`).
-    Exit {
-        /// The exit status.
-        status: i32,
-    },
+    /// `Exit(status)`: the PE ends the job (`global_exit`).
+    Exit(i32),
 }
 
 /// The server's answer to a request (or, with id [`NOTICE`], a notice).
@@ -254,17 +243,11 @@ mod tests {
 
     fn requests() -> Vec<Request> {
         vec![
-            Request::Barrier { seq: 1 },
-            Request::Allgather {
-                seq: 9,
-                data: Blob(vec![0xAB; 1000]),
-            },
-            Request::Allgather {
-                seq: u64::MAX,
-                data: Blob::default(),
-            },
+            Request::Barrier(1),
+            Request::Allgather(9, Blob(vec![0xAB; 1000])),
+            Request::Allgather(u64::MAX, Blob::default()),
             Request::Bye,
-            Request::Exit { status: -3 },
+            Request::Exit(-3),
         ]
     }
 
@@ -375,10 +358,7 @@ mod tests {
                 .contains("1 bytes after")
         );
         // A frame that would exceed the limit is not encoded.
-        let big = Request::Allgather {
-            seq: 1,
-            data: Blob(vec![0; MAX_FRAME]),
-        };
+        let big = Request::Allgather(1, Blob(vec![0; MAX_FRAME]));
         assert_eq!(
             encode(1, &big).unwrap_err().kind(),
             &BootstrapErrorKind::Invalid

@@ -644,7 +644,7 @@ impl Server {
                     self.grace_deadline = Instant::now().checked_add(self.p.op_timeout);
                 }
             }
-            Request::Exit { status } => {
+            Request::Exit(status) => {
                 *slot = Slot::Exiting(i);
                 self.send(i, id, &Reply::Done);
                 self.break_job(BootstrapError::global_exit(rank, status), rank);
@@ -657,8 +657,8 @@ impl Server {
                 let reply = self.broken.as_ref().map(failed).expect("checked");
                 self.send(i, id, &reply);
             }
-            Request::Barrier { seq } => self.arrive(rank, id, seq, None),
-            Request::Allgather { seq, data } => self.arrive(rank, id, seq, Some(data.0)),
+            Request::Barrier(seq) => self.arrive(rank, id, seq, None),
+            Request::Allgather(seq, data) => self.arrive(rank, id, seq, Some(data.0)),
         }
     }
 

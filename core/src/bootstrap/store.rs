@@ -421,11 +421,10 @@ impl StoreBootstrap {
             1 => what.to_owned(),
             n => format!("{what} (collective #{n})"),
         };
-        let (seq, blob) = (*seq, data.map(|d| Blob(d.to_vec())));
-        let req = blob.map_or(Request::Barrier { seq }, |data| Request::Allgather {
-            seq,
-            data,
-        });
+        let req = match data {
+            None => Request::Barrier(*seq),
+            Some(d) => Request::Allgather(*seq, Blob(d.to_vec())),
+        };
         match (self.request(&req, &what, deadline)?, data) {
             (Reply::Done, None) => Ok(Vec::new()),
             (Reply::Gathered(parts), Some(_)) if parts.len() == self.n_pes as usize => {
@@ -477,7 +476,7 @@ impl Bootstrap for StoreBootstrap {
     /// while another thread of this PE is blocked in a request.
     fn global_exit(&self, status: i32) {
         let (pe, deadline) = (self.my_pe, Instant::now().checked_add(self.op_timeout));
-        if let Err(e) = self.request(&Request::Exit { status }, "global_exit", deadline) {
+        if let Err(e) = self.request(&Request::Exit(status), "global_exit", deadline) {
             tracing::debug!(
                 pe,
                 "bootstrap: global_exit({status}) did not reach the server: {e}"
