@@ -93,11 +93,9 @@ impl MpiError {
     /// `call` returned `code`, which `MPI_Error_string` explains as `text`.
     pub(crate) fn failed(call: &'static str, code: i32, text: &str) -> MpiError {
         let message = format!("{call} failed with MPI error {code}: {text}");
-        let e = MpiError::new(MpiErrorKind::Failed, Some(call), message, None);
-        MpiError {
-            code: Some(code),
-            ..e
-        }
+        let mut e = MpiError::new(MpiErrorKind::Failed, Some(call), message, None);
+        e.code = Some(code);
+        e
     }
 
     /// `call` was refused before it reached MPI, because of `reason`.

@@ -181,9 +181,8 @@ impl fmt::Display for BootstrapError {
 
 impl StdError for BootstrapError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.source
-            .as_deref()
-            .map(|s| s as &(dyn StdError + 'static))
+        let source: &(dyn StdError + 'static) = self.source.as_deref()?;
+        Some(source)
     }
 }
 
