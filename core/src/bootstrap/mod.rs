@@ -23,7 +23,6 @@ pub(crate) mod interfaces;
 pub(crate) mod mpi;
 pub(crate) mod rendezvous;
 pub(crate) mod server;
-pub(crate) mod sockets;
 pub(crate) mod store;
 pub(crate) mod uid;
 pub(crate) mod url;

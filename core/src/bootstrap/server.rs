@@ -147,9 +147,10 @@ enum Slot {
     Leaving(usize),
     /// Sent Exit on this connection; its close is not a loss.
     Exiting(usize),
+    /// Said goodbye, then closed.
     Departed,
-    Lost,
-    Exited,
+    /// Lost its connection, or exited: it cannot rejoin.
+    Gone,
 }
 
 impl Slot {
@@ -168,7 +169,6 @@ struct Round {
     /// `Some(true)` for an allgather, `Some(false)` for a barrier, once someone arrived.
     gather: Option<bool>,
     arrivals: Vec<Option<(u64, Vec<u8>)>>,
-    count: u32,
     first_arrival: Option<Instant>,
 }
 
@@ -298,7 +298,8 @@ impl Server {
 
     fn round_deadline(&self) -> Option<Instant> {
         let (start, limit) = self.round_bounds();
-        start.filter(|_| self.round.count > 0)?.checked_add(limit)
+        self.round.first_arrival?;
+        start?.checked_add(limit)
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -513,7 +514,7 @@ impl Server {
         };
         self.slots[rank as usize] = match self.slots[rank as usize] {
             Slot::Leaving(_) => Slot::Departed,
-            Slot::Exiting(_) => Slot::Exited,
+            Slot::Exiting(_) => Slot::Gone,
             _ => {
                 let hint = match reason == CLOSED {
                     true => ": the process died or dropped its bootstrap without finalize",
@@ -523,7 +524,7 @@ impl Server {
                 let m = format!("PE {rank} was lost: it {reason} (connection from {peer}){hint}");
                 tracing::debug!("bootstrap: {m}");
                 self.break_job(BootstrapError::new(Kind::PeerLost { pe: rank }, m), rank);
-                Slot::Lost
+                Slot::Gone
             }
         };
     }
@@ -584,7 +585,7 @@ impl Server {
                         format!("PE {r} already finalized in this job, whose server is finishing");
                     (Refuse::ShuttingDown, m)
                 }
-                Slot::Exiting(_) | Slot::Lost | Slot::Exited => {
+                Slot::Exiting(_) | Slot::Gone => {
                     let m = format!("PE {r} was lost or exited in this job and cannot rejoin it");
                     (Refuse::RankGone, m)
                 }
@@ -697,18 +698,16 @@ impl Server {
         r.gather = Some(gather);
         r.first_arrival.get_or_insert_with(Instant::now);
         r.arrivals[rank as usize] = Some((id, data.unwrap_or_default()));
-        r.count += 1;
-        if r.count == self.p.n_pes {
+        if arrived.len() + 1 == self.p.n_pes as usize {
             self.complete_round();
         }
     }
 
     /// Starts the next collective and returns the current one.
     fn next_round(&mut self) -> Round {
-        let arrivals = (0..self.p.n_pes).map(|_| None).collect();
         let next = Round {
             seq: self.round.seq + 1,
-            arrivals,
+            arrivals: vec![None; self.p.n_pes as usize],
             ..Round::default()
         };
         std::mem::replace(&mut self.round, next)
@@ -749,7 +748,7 @@ impl Server {
     /// Fails the current round (if anyone is waiting in it) and remembers the failure for
     /// the ranks that arrive at it later.
     fn fail_round(&mut self, e: &BootstrapError) {
-        if self.round.count == 0 {
+        if self.round.first_arrival.is_none() {
             return;
         }
         let round = self.next_round();

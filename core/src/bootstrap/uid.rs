@@ -3,7 +3,7 @@
 //!
 //! PE 0 calls [`UniqueId::new`] (CANN's `aclshmemx_get_uniqueid`): it picks an address for
 //! its config-store server, binds a TCP socket there (bound, **not** listening, kept in the
-//! [`sockets`](super::sockets) registry) and returns a 136-byte plain-old-data id that names
+//! process's registry, since it cannot live in the `Copy` id) and returns a 136-byte plain-old-data id that names
 //! the address and carries a random job secret. The program broadcasts the bytes
 //! ([`UniqueId::to_bytes`], e.g. with `MPI_Bcast`); every PE turns them back into an id
 //! ([`UniqueId::from_bytes`]), passes it with its rank ([`Attributes::with_unique_id`](crate::Attributes::with_unique_id)) and inits.
@@ -46,13 +46,14 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
+use std::sync::Mutex;
 
 use bytemuck::{Pod, Zeroable};
 
 use super::addr::{self, Host};
 use super::error::BootstrapError;
 use super::url::BootstrapUrl;
-use super::{interfaces, sockets};
+use super::{interfaces, lock};
 use crate::attr::Secret;
 
 /// The variable naming PE 0's address and port (`ip:port`, `[ipv6]:port`, `hostname:port`).
@@ -71,6 +72,12 @@ const LAYOUT_TAG: [u8; 4] = *b"RsU1";
 /// What a session address that does not bind needs.
 const BIND_HINT: &str = "the address must belong to this machine and the port be free \
                          (SHMEM_UID_SESSION_ID=ip:port chooses both)";
+
+/// The process's registry of unique-id sockets, with their ids' secrets: the socket an id's
+/// maker bound (bound, not listening) waits here until init takes it
+/// ([`UniqueId::take_listener`]). An id that is never used keeps its socket open until the
+/// process ends, as CANN's does.
+static LISTENERS: Mutex<Vec<([u8; 16], TcpListener)>> = Mutex::new(Vec::new());
 
 /// CANN's `aclshmemx_uniqueid_t`: what PE 0 makes and every PE needs to init in unique-id
 /// mode. Plain old data (136 bytes); see the module docs for the layout of `internal`.
@@ -223,7 +230,7 @@ impl UniqueId {
         let addr = l.local_addr().unwrap_or(addr);
         let secret = Secret::random().0;
         let inner = Inner::new(addr, l.as_raw_fd(), secret);
-        sockets::keep(secret, l);
+        lock(&LISTENERS).push((secret, l));
         tracing::debug!("unique id: PE 0 will serve on {addr}");
         // CANN's `ACLSHMEM_UNIQUEID_INITIALIZER` (the version, and zeros), with our part.
         UniqueId {
@@ -296,7 +303,11 @@ impl UniqueId {
         if u32::from_le(inner.pid) != std::process::id() {
             return None;
         }
-        sockets::take(&inner.secret, i32::from_le(inner.fd))
+        let (mut reg, fd) = (lock(&LISTENERS), i32::from_le(inner.fd));
+        let i = reg
+            .iter()
+            .position(|(s, l)| *s == inner.secret && l.as_raw_fd() == fd)?;
+        Some(reg.swap_remove(i).1)
     }
 }
 
