@@ -136,9 +136,7 @@ impl Shared {
                     }
                     // Only requests still waiting keep their reply.
                     (id, reply) => {
-                        if let Some(slot) = s.replies.get_mut(&id) {
-                            *slot = Some(reply);
-                        }
+                        s.replies.entry(id).and_modify(|slot| *slot = Some(reply));
                     }
                 }
                 self.arrived.notify_all();
@@ -344,9 +342,8 @@ impl StoreBootstrap {
         let sent = frames::encode(id, msg).and_then(|f| self.send(&f, what));
         let mut s = lock(&self.shared.state);
         if sent.is_ok() {
-            let left = deadline.map_or(Duration::MAX, |d| {
-                d.saturating_duration_since(Instant::now())
-            });
+            let until = |d: Instant| d.saturating_duration_since(Instant::now());
+            let left = deadline.map_or(Duration::MAX, until);
             let waiting = |s: &mut State| s.broken.is_none() && s.replies.get(&id) == Some(&None);
             let woken = self.shared.arrived.wait_timeout_while(s, left, waiting);
             s = woken.unwrap_or_else(PoisonError::into_inner).0;
@@ -384,9 +381,8 @@ impl StoreBootstrap {
                 Ok(n) => off += n,
                 Err(rustix::io::Errno::INTR) => {}
                 Err(e) => {
-                    let e = self
-                        .shared
-                        .server_lost(&format!("sending {what} failed: {e}"));
+                    let why = format!("sending {what} failed: {e}");
+                    let e = self.shared.server_lost(&why);
                     self.shared.fail(e.clone());
                     return Err(e);
                 }
