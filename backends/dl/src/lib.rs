@@ -124,7 +124,8 @@ impl Library {
         let opened = unsafe { Handle::open(Some(os), RTLD_NOW | RTLD_GLOBAL) };
         let path = os.to_string_lossy().into_owned();
         let handle = opened.map_err(|e| {
-            let (what, attempts) = (path.clone(), vec![Attempt::new(path.clone(), describe(&e))]);
+            let attempts = vec![Attempt::new(path.clone(), describe(&e))];
+            let what = path.clone();
             DlError::NotLoaded { what, attempts }
         })?;
         Ok(Library { handle, path })

@@ -110,8 +110,8 @@ impl HostPort {
         addrs.sort_by_key(SocketAddr::is_ipv6);
         addrs.dedup();
         if addrs.is_empty() {
-            let (host, family) = (self.host.to_string(), if v6_only { "IPv6 " } else { "" });
-            let m = format!("host {host:?} has no {family}address");
+            let family = if v6_only { "IPv6 " } else { "" };
+            let m = format!("host {:?} has no {family}address", self.host.to_string());
             return Err(BootstrapError::address(m));
         }
         Ok(addrs)

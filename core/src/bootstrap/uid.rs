@@ -303,10 +303,10 @@ impl UniqueId {
         if u32::from_le(inner.pid) != std::process::id() {
             return None;
         }
-        let (mut reg, fd) = (lock(&LISTENERS), i32::from_le(inner.fd));
-        let i = reg
-            .iter()
-            .position(|(s, l)| *s == inner.secret && l.as_raw_fd() == fd)?;
+        let fd = i32::from_le(inner.fd);
+        let ours = |(s, l): &([u8; 16], TcpListener)| *s == inner.secret && l.as_raw_fd() == fd;
+        let mut reg = lock(&LISTENERS);
+        let i = reg.iter().position(ours)?;
         Some(reg.swap_remove(i).1)
     }
 }
