@@ -62,11 +62,13 @@ pub enum TransportError {
         /// How it was detected.
         detail: String,
     },
-    /// The whole job is being ended, by a PE that called `global_exit` or by the launcher.
-    #[error("the job is ending: {detail}")]
+    /// The whole job is ending: PE `pe` called `global_exit(status)`.
+    #[error("the job is ending: PE {pe} called global_exit({status})")]
     JobEnding {
-        /// Who ended it and with which status.
-        detail: String,
+        /// The PE that ended the job.
+        pe: Pe,
+        /// Its exit status, which every PE exits with.
+        status: i32,
     },
     /// The operation or option is not available on this transport.
     #[error("not supported by the {transport} transport: {what}")]

@@ -148,9 +148,7 @@ impl Error {
             Error::Memory(_) => Code::SmemError,
             Error::NotInitialized { .. } => Code::NotInited,
             Error::Timeout { .. } => Code::TimeoutError,
-            Error::PeerLost { .. }
-            | Error::JobEnding { .. }
-            | Error::Transport(TransportError::JobEnding { .. }) => Code::BootstrapError,
+            Error::PeerLost { .. } | Error::JobEnding { .. } => Code::BootstrapError,
             Error::OutOfMemory { .. } => Code::MallocFailed,
             Error::NotSupported(_) => Code::NotSupported,
             Error::Transport(_) => Code::InnerError,
@@ -171,6 +169,7 @@ impl From<TransportError> for Error {
             TransportError::Misaligned { .. } => Error::Misaligned(e.to_string()),
             TransportError::Timeout { what, seconds } => Error::Timeout { what, seconds },
             TransportError::PeerLost { pe, detail } => Error::PeerLost { pe, detail },
+            TransportError::JobEnding { pe, status } => Error::JobEnding { pe, status },
             TransportError::Unsupported { .. } => Error::NotSupported(e.to_string()),
             other => Error::Transport(other),
         }

@@ -119,9 +119,9 @@ impl Watchdog for InstanceWatchdog {
 /// status, as OpenSHMEM specifies.
 pub(crate) fn exit_if_job_ended(e: &Error) {
     if let Error::JobEnding { pe, status } = *e {
-        tracing::error!(
+        crate::diag::warn(format_args!(
             "PE {pe} called global_exit({status}); ending this PE with status {status}"
-        );
+        ));
         std::process::exit(status);
     }
 }
@@ -268,14 +268,7 @@ impl Instance {
     }
 
     /// Maps an error from a blocking operation, ending this PE if another PE ended the job.
-    pub(crate) fn fail(&self, mut e: Error) -> Error {
-        // A wait that the liveness check ended reports the end of the job as the transport's
-        // text; the bootstrap keeps who ended it and the status.
-        if matches!(e, Error::Transport(TransportError::JobEnding { .. }))
-            && let Err(b) = self.inner.boot.check_alive()
-        {
-            e = Error::from(b);
-        }
+    pub(crate) fn fail(&self, e: Error) -> Error {
         exit_if_job_ended(&e);
         e
     }

@@ -193,7 +193,9 @@ impl From<BootstrapError> for TransportError {
         match e.kind {
             BootstrapErrorKind::PeerLost { pe } => TransportError::PeerLost { pe, detail },
             BootstrapErrorKind::ServerLost => TransportError::PeerLost { pe: 0, detail },
-            BootstrapErrorKind::GlobalExit { .. } => TransportError::JobEnding { detail },
+            BootstrapErrorKind::GlobalExit { pe, status } => {
+                TransportError::JobEnding { pe, status }
+            }
             _ => TransportError::Exchange(detail),
         }
     }
