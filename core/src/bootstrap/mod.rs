@@ -63,7 +63,9 @@ pub(crate) trait Bootstrap: Send + Sync + std::fmt::Debug {
 /// `Pod`'s bytes in this machine's layout; one of another size (a PE of another build) fails
 /// the whole call with a `Protocol` error naming that PE.
 ///
-/// ```ignore
+/// A crate-private function, so the sketch is not compiled:
+///
+/// ```text
 /// #[repr(C)]
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// struct Block { offset: u64, size: u64 }
