@@ -388,16 +388,10 @@ impl<T: Pod> SymSlice<'_, T> {
     /// Copies the first `self.byte_len()` bytes of registered device memory `src` into PE
     /// `pe`'s copy of this view (`aclshmem_putmem` with a device source).
     pub fn put_from_device(&self, src: DeviceRange, pe: Pe) -> Result<()> {
-        if src.len < self.byte_len() {
-            return Err(Error::InvalidParam(format!(
-                "put_from_device: the device range has {} bytes, the view {}",
-                src.len,
-                self.byte_len()
-            )));
-        }
+        let len = self.device_fits("put_from_device", src)?;
         let local = Local::Device {
             addr: src.addr,
-            len: self.byte_len(),
+            len,
         };
         // SAFETY: registered device memory stays valid while registered (its contract).
         unsafe { self.ctx.put_at(self.offset, local, pe, false) }
@@ -406,19 +400,25 @@ impl<T: Pod> SymSlice<'_, T> {
     /// Copies PE `pe`'s copy of this view into the start of registered device memory `dst`
     /// (`aclshmem_getmem` with a device destination).
     pub fn get_into_device(&self, dst: DeviceRange, pe: Pe) -> Result<()> {
-        if dst.len < self.byte_len() {
-            return Err(Error::InvalidParam(format!(
-                "get_into_device: the device range has {} bytes, the view {}",
-                dst.len,
-                self.byte_len()
-            )));
-        }
+        let len = self.device_fits("get_into_device", dst)?;
         let local = LocalMut::Device {
             addr: dst.addr,
-            len: self.byte_len(),
+            len,
         };
         // SAFETY: as above.
         unsafe { self.ctx.get_at(self.offset, local, pe, false) }
+    }
+
+    /// The view's byte length, if device range `r` holds at least that much.
+    fn device_fits(&self, what: &str, r: DeviceRange) -> Result<usize> {
+        let len = self.byte_len();
+        if r.len < len {
+            return Err(Error::InvalidParam(format!(
+                "{what}: the device range has {} bytes, the view {len}",
+                r.len
+            )));
+        }
+        Ok(len)
     }
 
     /// Non-blocking put from raw memory, completed by the next quiet of the view's context: the
