@@ -25,6 +25,7 @@ use bytemuck::Pod;
 use shmem_backend::{AmoOp, Pe, Scalar, Width};
 
 use crate::error::{Error, Result};
+use crate::instance::Instance;
 use crate::rma::NbiScope;
 use crate::sym::SymElem;
 
@@ -71,14 +72,22 @@ const _: () = assert!(
 );
 
 impl<T> SymElem<'_, T> {
-    /// Checks that the element is an aligned word of `width` inside the heap.
+    /// Checks that the element is an aligned word of `width` inside the heap of its context's
+    /// instance.
     #[inline]
     pub(crate) fn check_word(&self, width: Width) -> Result<()> {
+        self.check_word_in(self.ctx.inst, width)
+    }
+
+    /// Checks that the element is an aligned word of `width` that may be accessed through
+    /// `inst` (the element's own instance, and inside its heap).
+    #[inline]
+    pub(crate) fn check_word_in(&self, inst: &Instance, width: Width) -> Result<()> {
         let w = width.bytes();
         if !self.offset.is_multiple_of(w) {
             return Err(misaligned(self.offset, w));
         }
-        self.ctx.inst.check_heap_range(self.offset, w)
+        inst.check_view(self.home, self.offset, w)
     }
 }
 
@@ -204,7 +213,7 @@ impl<'env> NbiScope<'env> {
             .inst
             .require(|c| c.host_atomics, "remote atomics issued by the host")?;
         let pe = self.ctx.target(pe)?;
-        target.check_word(T::WIDTH)?;
+        target.check_word_in(self.ctx.inst, T::WIDTH)?;
         let fetch: *mut u8 = bytemuck::bytes_of_mut(fetch).as_mut_ptr();
         // SAFETY: the PE and the word were checked above; `fetch` is mutably borrowed for 'env,
         // which outlives the scope, and the scope quiets before it ends, so the caller cannot

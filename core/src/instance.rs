@@ -200,6 +200,13 @@ impl Instance {
         Ok(Instance { inner })
     }
 
+    /// Whether `other` is a handle to this same instance (not merely one with the same id: an
+    /// id finalised and created again names a new instance).
+    #[inline]
+    pub fn same(&self, other: &Instance) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// This instance's id.
     pub fn id(&self) -> u64 {
         self.inner.id

@@ -171,13 +171,7 @@ impl<'e, 'a> Lock<'e, 'a> {
     fn new(elem: &'e SymElem<'a, i64>) -> Result<Self> {
         let inst = elem.ctx.inst;
         elem.ctx.usable()?;
-        inst.check_heap_range(elem.offset, 8)?;
-        if !elem.offset.is_multiple_of(8) {
-            return Err(Error::Misaligned(format!(
-                "a lock at heap offset {:#x} is not 8-byte aligned",
-                elem.offset
-            )));
-        }
+        elem.check_word(Width::W64)?;
         let n_pes = inst.n_pes();
         if u64::from(n_pes) >= NEXT {
             return Err(Error::InvalidParam(format!(

@@ -65,6 +65,7 @@ use shmem_backend::{Cmp, Scalar, ScalarKind, Watch};
 
 use crate::ctx::CtxRef;
 use crate::error::{Error, Result};
+use crate::instance::Instance;
 use crate::sym::{SymElem, SymSlice};
 
 /// What the elements compare with: one value for all, or one per element.
@@ -148,8 +149,10 @@ struct WaitSet<'v, 'a, T> {
 impl<'v, 'a, T: Scalar + Pod> WaitSet<'v, 'a, T> {
     /// Checks the context and every argument's length before anything is read. `indices` is
     /// the length of the `some` forms' output array.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         ctx: CtxRef<'a>,
+        home: &Instance,
         offset: usize,
         len: usize,
         status: Option<&'v [i32]>,
@@ -193,7 +196,7 @@ impl<'v, 'a, T: Scalar + Pod> WaitSet<'v, 'a, T> {
         let bytes = len
             .checked_mul(size)
             .ok_or_else(|| Error::InvalidParam(format!("{len} elements overflow")))?;
-        ctx.inst.check_heap_range(offset, bytes)?;
+        ctx.inst.check_view(home, offset, bytes)?;
         if !offset.is_multiple_of(size) {
             return Err(Error::Misaligned(format!(
                 "heap offset {offset:#x} is not aligned to the {size}-byte elements of a wait"
@@ -402,7 +405,16 @@ impl<'v, 'a, T: Scalar + Pod> WaitSet<'v, 'a, T> {
 
 impl<'a, T: Scalar + Pod> SymElem<'a, T> {
     fn set<'v>(&self, cmp: Cmp, value: T) -> Result<WaitSet<'v, 'a, T>> {
-        WaitSet::new(self.ctx, self.offset, 1, None, cmp, Rhs::One(value), None)
+        WaitSet::new(
+            self.ctx,
+            self.home,
+            self.offset,
+            1,
+            None,
+            cmp,
+            Rhs::One(value),
+            None,
+        )
     }
 
     /// Waits until this PE's copy of the element compares to `value` with `cmp`, and returns
@@ -439,7 +451,16 @@ impl<'a, T: Scalar + Pod> SymSlice<'a, T> {
         rhs: Rhs<'v, T>,
         indices: Option<usize>,
     ) -> Result<WaitSet<'v, 'a, T>> {
-        WaitSet::new(self.ctx, self.offset, self.len, status, cmp, rhs, indices)
+        WaitSet::new(
+            self.ctx,
+            self.home,
+            self.offset,
+            self.len,
+            status,
+            cmp,
+            rhs,
+            indices,
+        )
     }
 
     /// Waits until every element not excluded by `status` compares to `value` with `cmp`

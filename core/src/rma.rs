@@ -55,6 +55,35 @@ impl Instance {
         }
     }
 
+    /// Checks that memory of instance `home` (a view's or an element's) is accessed through
+    /// this instance: a handle belongs to the instance that allocated it, and the same offset
+    /// in another instance's heap is other data (or that instance's collective scratch).
+    #[inline]
+    pub(crate) fn owns(&self, home: &Instance) -> Result<()> {
+        if self.same(home) {
+            Ok(())
+        } else {
+            Err(self.foreign(home))
+        }
+    }
+
+    #[cold]
+    fn foreign(&self, home: &Instance) -> Error {
+        Error::InvalidParam(format!(
+            "symmetric memory of instance {} used through a context, scope or team of instance {}: a handle belongs to the instance that allocated it",
+            home.id(),
+            self.id()
+        ))
+    }
+
+    /// Checks that `len` bytes at heap offset `offset` of instance `home`'s memory may be
+    /// accessed through this instance: [`Instance::owns`], then [`Instance::check_heap_range`].
+    #[inline]
+    pub(crate) fn check_view(&self, home: &Instance, offset: usize, len: usize) -> Result<()> {
+        self.owns(home)?;
+        self.check_heap_range(offset, len)
+    }
+
     #[cold]
     fn outside_heap(&self, offset: usize, len: usize) -> Error {
         Error::OutOfBounds(format!(
@@ -182,16 +211,24 @@ impl Instance {
 }
 
 impl<'a> CtxRef<'a> {
-    /// Puts `src` at heap offset `dst` of `pe` (in the context's numbering).
+    /// Puts `src` at heap offset `dst` of instance `home`'s memory on `pe` (in the context's
+    /// numbering).
     ///
     /// # Safety
     ///
     /// For `nbi`, a host source stays readable, and unchanged if its contents are to be
     /// delivered, until the next quiet of this context.
     #[inline]
-    unsafe fn put_at(&self, dst: usize, src: Local<'_>, pe: Pe, nbi: bool) -> Result<()> {
+    unsafe fn put_at(
+        &self,
+        home: &Instance,
+        dst: usize,
+        src: Local<'_>,
+        pe: Pe,
+        nbi: bool,
+    ) -> Result<()> {
         let pe = self.target(pe)?;
-        self.inst.check_heap_range(dst, src.len())?;
+        self.inst.check_view(home, dst, src.len())?;
         match src {
             Local::Host(_) => {}
             Local::Segment { offset, len } => self.inst.check_local(Some((offset, len)), None)?,
@@ -211,16 +248,24 @@ impl<'a> CtxRef<'a> {
         }
     }
 
-    /// Gets `dst.len()` bytes from heap offset `src` of `pe` into `dst`.
+    /// Gets `dst.len()` bytes from heap offset `src` of instance `home`'s memory on `pe` into
+    /// `dst`.
     ///
     /// # Safety
     ///
     /// For `nbi`, a host destination stays writable, and is not accessed, until the next quiet
     /// of this context.
     #[inline]
-    unsafe fn get_at(&self, src: usize, dst: LocalMut<'_>, pe: Pe, nbi: bool) -> Result<()> {
+    unsafe fn get_at(
+        &self,
+        home: &Instance,
+        src: usize,
+        dst: LocalMut<'_>,
+        pe: Pe,
+        nbi: bool,
+    ) -> Result<()> {
         let pe = self.target(pe)?;
-        self.inst.check_heap_range(src, dst.len())?;
+        self.inst.check_view(home, src, dst.len())?;
         match dst {
             LocalMut::Host(_) => {}
             LocalMut::Segment { offset, len } => {
@@ -298,8 +343,13 @@ impl<'env> NbiScope<'env> {
         // SAFETY: `src` is borrowed for 'env, which outlives the scope, and the scope quiets
         // before it ends, so the buffer stays readable and unchanged while the put may run.
         unsafe {
-            self.ctx
-                .put_at(dst.offset, Local::Host(bytemuck::cast_slice(src)), pe, true)
+            self.ctx.put_at(
+                dst.home,
+                dst.offset,
+                Local::Host(bytemuck::cast_slice(src)),
+                pe,
+                true,
+            )
         }
     }
 
@@ -310,6 +360,7 @@ impl<'env> NbiScope<'env> {
         // scope's quiet, which completes the get.
         unsafe {
             self.ctx.get_at(
+                src.home,
                 src.offset,
                 LocalMut::Host(bytemuck::cast_slice_mut(dst)),
                 pe,
@@ -338,6 +389,7 @@ impl<T: Pod> SymSlice<'_, T> {
         // SAFETY: blocking: the source is only borrowed for the call.
         unsafe {
             self.ctx.put_at(
+                self.home,
                 self.offset,
                 Local::Host(bytemuck::cast_slice(src)),
                 pe,
@@ -353,6 +405,7 @@ impl<T: Pod> SymSlice<'_, T> {
         // SAFETY: blocking: the destination is only borrowed for the call.
         unsafe {
             self.ctx.get_at(
+                self.home,
                 self.offset,
                 LocalMut::Host(bytemuck::cast_slice_mut(dst)),
                 pe,
@@ -365,24 +418,26 @@ impl<T: Pod> SymSlice<'_, T> {
     /// host memory (`aclshmem_putmem` with a symmetric source, as CANN programs call it).
     pub fn put_from(&self, src: SymSlice<'_, T>, pe: Pe) -> Result<()> {
         same_len("put_from", src.len, self.len)?;
+        self.ctx.inst.owns(src.home)?;
         let local = Local::Segment {
             offset: src.offset,
             len: src.byte_len(),
         };
         // SAFETY: a segment source needs no lifetime beyond the instance's.
-        unsafe { self.ctx.put_at(self.offset, local, pe, false) }
+        unsafe { self.ctx.put_at(self.home, self.offset, local, pe, false) }
     }
 
     /// Copies PE `pe`'s copy of this view into this PE's copy of `dst` (`aclshmem_getmem` with a
     /// symmetric destination).
     pub fn get_into(&self, dst: SymSlice<'_, T>, pe: Pe) -> Result<()> {
         same_len("get_into", dst.len, self.len)?;
+        self.ctx.inst.owns(dst.home)?;
         let local = LocalMut::Segment {
             offset: dst.offset,
             len: dst.byte_len(),
         };
         // SAFETY: a segment destination needs no lifetime beyond the instance's.
-        unsafe { self.ctx.get_at(self.offset, local, pe, false) }
+        unsafe { self.ctx.get_at(self.home, self.offset, local, pe, false) }
     }
 
     /// Copies the first `self.byte_len()` bytes of registered device memory `src` into PE
@@ -394,7 +449,7 @@ impl<T: Pod> SymSlice<'_, T> {
             len,
         };
         // SAFETY: registered device memory stays valid while registered (its contract).
-        unsafe { self.ctx.put_at(self.offset, local, pe, false) }
+        unsafe { self.ctx.put_at(self.home, self.offset, local, pe, false) }
     }
 
     /// Copies PE `pe`'s copy of this view into the start of registered device memory `dst`
@@ -406,7 +461,7 @@ impl<T: Pod> SymSlice<'_, T> {
             len,
         };
         // SAFETY: as above.
-        unsafe { self.ctx.get_at(self.offset, local, pe, false) }
+        unsafe { self.ctx.get_at(self.home, self.offset, local, pe, false) }
     }
 
     /// The view's byte length, if device range `r` holds at least that much.
@@ -432,7 +487,10 @@ impl<T: Pod> SymSlice<'_, T> {
         // SAFETY: the caller guarantees `src` is readable for the view's length.
         let bytes = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), self.byte_len()) };
         // SAFETY: the caller keeps the source valid until the quiet.
-        unsafe { self.ctx.put_at(self.offset, Local::Host(bytes), pe, true) }
+        unsafe {
+            self.ctx
+                .put_at(self.home, self.offset, Local::Host(bytes), pe, true)
+        }
     }
 
     /// Non-blocking get into raw memory, completed by the next quiet of the view's context
@@ -448,7 +506,7 @@ impl<T: Pod> SymSlice<'_, T> {
         // SAFETY: the caller keeps the destination valid and untouched until the quiet.
         unsafe {
             self.ctx
-                .get_at(self.offset, LocalMut::Host(bytes), pe, true)
+                .get_at(self.home, self.offset, LocalMut::Host(bytes), pe, true)
         }
     }
 
@@ -466,8 +524,13 @@ impl<T: Pod> SymSlice<'_, T> {
         let at = self.offset + index * std::mem::size_of::<T>();
         // SAFETY: blocking: the value is only borrowed for the call.
         unsafe {
-            self.ctx
-                .put_at(at, Local::Host(bytemuck::bytes_of(&value)), pe, false)
+            self.ctx.put_at(
+                self.home,
+                at,
+                Local::Host(bytemuck::bytes_of(&value)),
+                pe,
+                false,
+            )
         }
     }
 
@@ -480,6 +543,7 @@ impl<T: Pod> SymSlice<'_, T> {
         // SAFETY: blocking: the destination is only borrowed for the call.
         unsafe {
             self.ctx.get_at(
+                self.home,
                 at,
                 LocalMut::Host(bytemuck::bytes_of_mut(&mut v)),
                 pe,
@@ -528,6 +592,7 @@ impl<T: Pod> SymSlice<'_, T> {
         let sz = std::mem::size_of::<T>();
         self.check_view_span(start, dst_stride, nelems)?;
         let pe = self.ctx.target(pe)?;
+        self.ctx.inst.owns(self.home)?;
         let dst = self.ctx.inst.check_strided(
             self.offset + start * sz,
             stride_bytes(dst_stride, sz)?,
@@ -575,6 +640,7 @@ impl<T: Pod> SymSlice<'_, T> {
         let sz = std::mem::size_of::<T>();
         self.check_view_span(start, src_stride, nelems)?;
         let pe = self.ctx.target(pe)?;
+        self.ctx.inst.owns(self.home)?;
         let src = self.ctx.inst.check_strided(
             self.offset + start * sz,
             stride_bytes(src_stride, sz)?,

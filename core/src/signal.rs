@@ -86,8 +86,8 @@ impl<T: Pod> SymSlice<'_, T> {
         let pe = self.ctx.target(pe)?;
         self.ctx
             .inst
-            .check_heap_range(self.offset, self.byte_len())?;
-        sig.check_word(S::WIDTH)?;
+            .check_view(self.home, self.offset, self.byte_len())?;
+        sig.check_word_in(self.ctx.inst, S::WIDTH)?;
         Ok((pe, signal(sig, value, op)))
     }
 }

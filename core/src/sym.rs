@@ -40,15 +40,24 @@ impl<T> std::fmt::Debug for SymBuf<T> {
 
 /// A view of `len` consecutive elements of a symmetric allocation, and the context its
 /// operations are issued on (the default context unless [`SymSlice::on`] chose another).
+///
+/// A view belongs to the instance that allocated its memory: used through a context, scope or
+/// team of another instance, every operation fails with `INVALID_PARAM` and writes nothing
+/// (the same heap offset in another instance is other data).
 pub struct SymSlice<'a, T> {
+    /// The instance whose heap holds the elements.
+    pub(crate) home: &'a Instance,
     pub(crate) ctx: CtxRef<'a>,
     pub(crate) offset: usize,
     pub(crate) len: usize,
     _t: PhantomData<&'a T>,
 }
 
-/// One element of a symmetric allocation: the target of atomics, signals and waits.
+/// One element of a symmetric allocation: the target of atomics, signals and waits. Like a
+/// [`SymSlice`], it belongs to the instance that allocated it.
 pub struct SymElem<'a, T> {
+    /// The instance whose heap holds the element.
+    pub(crate) home: &'a Instance,
     pub(crate) ctx: CtxRef<'a>,
     pub(crate) offset: usize,
     _t: PhantomData<&'a T>,
@@ -78,15 +87,17 @@ impl<'a, T: Pod> SymElem<'a, T> {
 
     /// The instance it belongs to.
     pub fn instance(&self) -> &'a Instance {
-        self.ctx.inst
+        self.home
     }
 
-    /// The same element, with operations issued on `ctx`.
+    /// The same element, with operations issued on `ctx` (a context of the element's
+    /// instance; another instance's makes every operation fail).
     pub fn on<'c>(&self, ctx: &'c Context) -> SymElem<'c, T>
     where
         'a: 'c,
     {
         SymElem {
+            home: self.home,
             ctx: ctx.as_ref(),
             offset: self.offset,
             _t: PhantomData,
@@ -95,7 +106,7 @@ impl<'a, T: Pod> SymElem<'a, T> {
 
     /// The local address of the element.
     pub fn as_ptr(&self) -> *mut T {
-        self.ctx.inst.heap_base().wrapping_add(self.offset).cast()
+        self.home.heap_base().wrapping_add(self.offset).cast()
     }
 }
 
@@ -159,6 +170,7 @@ impl<T: Pod> SymBuf<T> {
     /// A view of all elements.
     pub fn as_slice(&self) -> SymSlice<'_, T> {
         SymSlice {
+            home: &self.inst,
             ctx: CtxRef::default_of(&self.inst),
             offset: self.offset,
             len: self.len,
@@ -284,7 +296,7 @@ impl<'a, T: Pod> SymSlice<'a, T> {
 
     /// The instance it belongs to.
     pub fn instance(&self) -> &'a Instance {
-        self.ctx.inst
+        self.home
     }
 
     /// The context the view's operations are issued on.
@@ -292,12 +304,14 @@ impl<'a, T: Pod> SymSlice<'a, T> {
         self.ctx
     }
 
-    /// The same view, with operations issued on `ctx`.
+    /// The same view, with operations issued on `ctx` (a context of the view's instance;
+    /// another instance's makes every operation fail).
     pub fn on<'c>(&self, ctx: &'c Context) -> SymSlice<'c, T>
     where
         'a: 'c,
     {
         SymSlice {
+            home: self.home,
             ctx: ctx.as_ref(),
             offset: self.offset,
             len: self.len,
@@ -311,6 +325,7 @@ impl<'a, T: Pod> SymSlice<'a, T> {
         'a: 'c,
     {
         SymSlice {
+            home: self.home,
             ctx,
             offset: self.offset,
             len: self.len,
@@ -330,6 +345,7 @@ impl<'a, T: Pod> SymSlice<'a, T> {
             self.len
         );
         SymElem {
+            home: self.home,
             ctx: self.ctx,
             offset: self.offset + index * std::mem::size_of::<T>(),
             _t: PhantomData,
@@ -354,6 +370,7 @@ impl<'a, T: Pod> SymSlice<'a, T> {
             )
         });
         SymSlice {
+            home: self.home,
             ctx: self.ctx,
             offset: self.offset + s * std::mem::size_of::<T>(),
             len: e - s,
@@ -363,16 +380,17 @@ impl<'a, T: Pod> SymSlice<'a, T> {
 
     /// The local address of element 0.
     pub fn as_ptr(&self) -> *mut T {
-        self.ctx.inst.heap_base().wrapping_add(self.offset).cast()
+        self.home.heap_base().wrapping_add(self.offset).cast()
     }
 
-    /// Where PE `pe`'s copy of element 0 can be loaded and stored directly (`aclshmem_ptr`), if
-    /// the transport maps peers; `None` for a PE outside the instance.
+    /// Where PE `pe`'s copy of element 0 can be loaded and stored directly (`aclshmem_ptr`;
+    /// `shmem_team_ptr` on a team context's view, which numbers PEs in the team), if the
+    /// transport maps peers; `None` for a PE outside the instance or team, or when the view's
+    /// context belongs to another instance.
     pub fn ptr(&self, pe: Pe) -> Option<NonNull<T>> {
-        self.ctx
-            .inst
-            .ptr(self.as_ptr().cast(), pe)
-            .map(NonNull::cast)
+        self.ctx.inst.owns(self.home).ok()?;
+        let pe = self.ctx.target(pe).ok()?;
+        self.home.ptr(self.as_ptr().cast(), pe).map(NonNull::cast)
     }
 }
 
@@ -471,6 +489,7 @@ impl Instance {
             )));
         }
         Ok(SymSlice {
+            home: self,
             ctx: CtxRef::default_of(self),
             offset,
             len,

@@ -7,6 +7,7 @@ pub mod coll;
 pub mod ctx;
 pub mod heap;
 pub mod init;
+pub mod isolation;
 pub mod lock;
 pub mod model;
 pub mod multi_instance;
@@ -38,6 +39,7 @@ pub fn all() -> Vec<Case> {
         coll::cases(),
         multi_instance::cases(),
         multi_instance::uid_cases(),
+        isolation::cases(),
         model::cases(),
     ]
     .concat()

@@ -69,7 +69,7 @@ impl Team {
         source: SymSlice<'_, T>,
         root: Pe,
     ) -> Result<()> {
-        self.coll_prologue()?;
+        self.coll_prologue([dest.home, source.home])?;
         check_len("broadcast", "source", source.len(), dest.len())?;
         let n = self.n_pes();
         if root >= n {
@@ -111,7 +111,7 @@ impl Team {
     /// Concatenates every member's `source`, in rank order, into `dest` on every member
     /// (`shmem_fcollect`): `dest` has `n_pes * source.len()` elements.
     pub fn fcollect<T: Pod>(&self, dest: SymSlice<'_, T>, source: SymSlice<'_, T>) -> Result<()> {
-        self.coll_prologue()?;
+        self.coll_prologue([dest.home, source.home])?;
         let n = self.n_pes();
         check_len("fcollect", "dest", dest.len(), n as usize * source.len())?;
         let data = Bytes::Own(source.offset(), source.byte_len());
@@ -128,7 +128,7 @@ impl Team {
     /// every member (`shmem_collect`); returns the number of elements gathered. `dest` must
     /// hold at least that many.
     pub fn collect<T: Pod>(&self, dest: SymSlice<'_, T>, source: SymSlice<'_, T>) -> Result<usize> {
-        self.coll_prologue()?;
+        self.coll_prologue([dest.home, source.home])?;
         let sizes = self.allgather_scratch(&(source.len() as u64).to_le_bytes())?;
         let sizes: Vec<usize> = sizes
             .iter()
@@ -158,7 +158,7 @@ impl Team {
     /// Sends block `j` of `source` to member `j`, which stores it as block `my_pe` of its
     /// `dest` (`shmem_alltoall`): both have `n_pes * nelems` elements.
     pub fn alltoall<T: Pod>(&self, dest: SymSlice<'_, T>, source: SymSlice<'_, T>) -> Result<()> {
-        self.coll_prologue()?;
+        self.coll_prologue([dest.home, source.home])?;
         let n = self.n_pes() as usize;
         check_len("alltoall", "source", source.len(), dest.len())?;
         if !dest.len().is_multiple_of(n) {
@@ -189,7 +189,7 @@ impl Team {
         sst: usize,
         nelems: usize,
     ) -> Result<()> {
-        self.coll_prologue()?;
+        self.coll_prologue([dest.home, source.home])?;
         let n = self.n_pes() as usize;
         if dst == 0 || sst == 0 {
             return Err(Error::InvalidParam(

@@ -37,6 +37,7 @@ use shmem_backend::{Local, LocalMut, Pe, Signal, SignalOp, Width};
 
 use crate::error::{Error, Result};
 use crate::fabric::{Fabric, Queue};
+use crate::instance::Instance;
 use crate::team::{SCRATCH_PER_TEAM, Team, at_least};
 
 /// Bytes of a team's scratch used for gathers.
@@ -215,9 +216,11 @@ impl Team {
         Ok(v)
     }
 
-    /// The collective prologue: the team is live.
-    pub(crate) fn coll_prologue(&self) -> Result<()> {
-        self.check_live()
+    /// The collective prologue: the team is live, and `dest` and `source` (their instances,
+    /// `homes`) belong to the team's instance.
+    pub(crate) fn coll_prologue(&self, homes: [&Instance; 2]) -> Result<()> {
+        self.check_live()?;
+        homes.iter().try_for_each(|h| self.inst.owns(h))
     }
 }
 

@@ -155,7 +155,7 @@ impl Team {
         dest: SymSlice<'_, T>,
         source: SymSlice<'_, T>,
     ) -> Result<()> {
-        self.coll_prologue()?;
+        self.coll_prologue([dest.home, source.home])?;
         check_len("reduce", "source", source.len(), dest.len())?;
         if !T::supports(op) {
             return Err(Error::InvalidParam(format!(

@@ -156,7 +156,7 @@ impl Team {
     pub fn barrier_on(&self, ctx: &Context) -> Result<()> {
         self.check_live()?;
         let c: CtxRef<'_> = ctx.as_ref();
-        if !c.is_stream() || !Arc::ptr_eq(&c.inst.inner, &self.inst.inner) {
+        if !c.is_stream() || !c.inst.same(&self.inst) {
             return Err(Error::InvalidParam(format!(
                 "barrier_on: the context is not made from a stream of instance {}",
                 self.inst.id()
