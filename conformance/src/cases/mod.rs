@@ -19,6 +19,7 @@ pub mod signal;
 pub mod stream;
 pub mod sync;
 pub mod team;
+pub mod threads;
 
 /// Every case of the suite.
 pub fn all() -> Vec<Case> {
@@ -36,6 +37,7 @@ pub fn all() -> Vec<Case> {
         p2p::cases(),
         lock::cases(),
         team::cases(),
+        threads::cases(),
         coll::cases(),
         multi_instance::cases(),
         multi_instance::uid_cases(),

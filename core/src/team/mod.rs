@@ -281,48 +281,70 @@ impl Team {
         })
     }
 
-    /// Creates every team of `specs` at once: one agreement on their indices over this team,
-    /// then one sync. Returns, for each spec, the team if this PE is a member.
+    /// Creates every team of `specs` at once and returns, for each spec, the team if this PE is
+    /// a member.
+    ///
+    /// The members agree on indices that no member uses: each contributes a bitmap of the
+    /// indices its live teams use or its splits in progress hold, and all take the first free
+    /// ones of the union. Splits on different parents may run at the same time from different
+    /// threads (no lock is held across a collective), so each member then reserves the chosen
+    /// indices locally, and a second round tells everyone whether every member could; if one
+    /// could not (a concurrent split reserved an index first), all give their reservations back
+    /// and start over after a short random pause. Then one sync.
     fn split_many(&self, specs: &[(Members, TeamConfig)]) -> Result<Vec<Option<Team>>> {
         let teams = &self.inst.inner.teams;
-        let _serial = teams.split.lock().unwrap_or_else(|p| p.into_inner());
-        let mine: Vec<u8> = {
-            let used = teams.used();
-            let mut bits = vec![0u8; MAX_TEAMS / 8];
-            for (i, u) in used.iter().enumerate() {
-                if *u {
-                    bits[i / 8] |= 1 << (i % 8);
+        let mut attempt = 0u32;
+        let chosen = loop {
+            let mine = teams.indices().taken_bits();
+            let all = self.allgather_scratch(&mine)?;
+            let mut union = [0u8; MAX_TEAMS / 8];
+            for bits in &all {
+                for (u, b) in union.iter_mut().zip(bits) {
+                    *u |= b;
                 }
             }
-            bits
-        };
-        let all = self.allgather_scratch(&mine)?;
-        let mut union = [0u8; MAX_TEAMS / 8];
-        for bits in &all {
-            for (u, b) in union.iter_mut().zip(bits) {
-                *u |= b;
+            let chosen: Vec<u32> = (0..MAX_TEAMS as u32)
+                .filter(|&i| union[i as usize / 8] & (1 << (i % 8)) == 0)
+                .take(specs.len())
+                .collect();
+            if chosen.len() < specs.len() {
+                return Err(Error::Inner(format!(
+                    "no free team index: an instance can have at most {MAX_TEAMS} teams at once (the world and shared teams included)"
+                )));
             }
-        }
-        let free: Vec<u32> = (0..MAX_TEAMS as u32)
-            .filter(|&i| union[i as usize / 8] & (1 << (i % 8)) == 0)
-            .collect();
-        if free.len() < specs.len() {
-            return Err(Error::Inner(format!(
-                "no free team index: an instance can have at most {MAX_TEAMS} teams at once (the world and shared teams included)"
-            )));
-        }
+            let reserved = teams.indices().reserve(&chosen);
+            let votes = self
+                .allgather_scratch(&[u8::from(reserved)])
+                .inspect_err(|_| {
+                    if reserved {
+                        teams.indices().release(&chosen);
+                    }
+                })?;
+            if votes.iter().all(|v| v.first() == Some(&1)) {
+                break chosen;
+            }
+            if reserved {
+                teams.indices().release(&chosen);
+            }
+            attempt += 1;
+            // Concurrent splits that took the same index on different PEs would otherwise
+            // retry in lockstep.
+            let cap = 50u64 << attempt.min(6);
+            std::thread::sleep(std::time::Duration::from_micros(rand::random_range(0..cap)));
+        };
         let me = self.inst.my_pe();
         let heap_size = self.inst.heap_size();
         let reserved = self.inst.inner.heap.reserved();
         let mut out = Vec::with_capacity(specs.len());
         {
-            let mut used = teams.used();
-            for ((members, config), &index) in specs.iter().zip(&free) {
+            let mut indices = teams.indices();
+            for ((members, config), &index) in specs.iter().zip(&chosen) {
                 out.push(members.rank_of(me).map(|rank| {
-                    used[index as usize] = true;
+                    indices.used[index as usize] = true;
                     TeamState::new(*members, rank, index, reserved, heap_size, *config)
                 }));
             }
+            indices.release(&chosen);
         }
         // A reused index may hold an old team's counts: clear this PE's slot before anyone uses it.
         for state in out.iter().flatten() {
@@ -361,7 +383,7 @@ impl Team {
         }
         self.sync()?;
         self.state.destroyed();
-        self.inst.inner.teams.used()[self.state.index as usize] = false;
+        self.inst.inner.teams.indices().used[self.state.index as usize] = false;
         Ok(())
     }
 }

@@ -209,10 +209,54 @@ impl TeamState {
 pub(crate) struct Teams {
     pub world: Arc<TeamState>,
     pub shared: Arc<TeamState>,
-    /// Which indices this PE's live teams use.
-    used: Mutex<[bool; MAX_TEAMS]>,
-    /// Serialises this PE's splits (the agreement must see a stable `used`).
-    pub(crate) split: Mutex<()>,
+    /// Which indices this PE's live teams use, and which its splits in progress hold.
+    indices: Mutex<Indices>,
+}
+
+/// The team indices of one instance on this PE. Splits from different threads (on different
+/// parent teams) run concurrently: each agrees on candidate indices with its parent's members,
+/// then reserves them here, and starts over if a concurrent split reserved one first.
+#[derive(Debug)]
+pub(crate) struct Indices {
+    /// Taken by a live team of this PE.
+    pub used: [bool; MAX_TEAMS],
+    /// Held by a split in progress on this PE (whether or not this PE joins the new team).
+    pub reserved: [bool; MAX_TEAMS],
+}
+
+impl Indices {
+    /// The indices neither used nor reserved here, as a bitmap of `MAX_TEAMS` bits (set:
+    /// taken), for the agreement.
+    pub(crate) fn taken_bits(&self) -> [u8; MAX_TEAMS / 8] {
+        let mut bits = [0u8; MAX_TEAMS / 8];
+        for i in 0..MAX_TEAMS {
+            if self.used[i] || self.reserved[i] {
+                bits[i / 8] |= 1 << (i % 8);
+            }
+        }
+        bits
+    }
+
+    /// Reserves every index of `want`, if none is used or reserved here; otherwise reserves
+    /// nothing and returns false.
+    pub(crate) fn reserve(&mut self, want: &[u32]) -> bool {
+        let free = want
+            .iter()
+            .all(|&i| !self.used[i as usize] && !self.reserved[i as usize]);
+        if free {
+            for &i in want {
+                self.reserved[i as usize] = true;
+            }
+        }
+        free
+    }
+
+    /// Gives back the reservations of `want`.
+    pub(crate) fn release(&mut self, want: &[u32]) {
+        for &i in want {
+            self.reserved[i as usize] = false;
+        }
+    }
 }
 
 impl Teams {
@@ -262,13 +306,16 @@ impl Teams {
                 heap_size,
                 TeamConfig::default(),
             )),
-            used: Mutex::new(used),
-            split: Mutex::new(()),
+            indices: Mutex::new(Indices {
+                used,
+                reserved: [false; MAX_TEAMS],
+            }),
         }
     }
 
-    pub(crate) fn used(&self) -> MutexGuard<'_, [bool; MAX_TEAMS]> {
-        self.used.lock().unwrap_or_else(|p| p.into_inner())
+    /// The indices of this PE's teams (held only for bookkeeping, never across a wait).
+    pub(crate) fn indices(&self) -> MutexGuard<'_, Indices> {
+        self.indices.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
