@@ -12,6 +12,7 @@ use shmem_backend::Pe;
 
 use crate::ctx::{Context, CtxRef};
 use crate::error::{Error, Result};
+use crate::heap::HeapCall;
 use crate::instance::Instance;
 
 /// A symmetric allocation of `len` elements of `T`: the same offset in every PE's heap.
@@ -210,15 +211,21 @@ impl<T: Pod> SymBuf<T> {
     /// failure the allocation is unchanged.
     pub fn realloc(&mut self, new_len: usize) -> Result<()> {
         let sz = std::mem::size_of::<T>();
+        let call = |size: u64| HeapCall::Realloc {
+            offset: self.offset as u64,
+            size,
+        };
         let Some(bytes) = new_len.checked_mul(sz) else {
             // Still collective, so that the PEs stay in step.
-            let _ = self.inst.alloc_collective(0, None, false);
+            let _ = self.inst.alloc_collective(call(u64::MAX), 0, None, false);
             return Err(Error::InvalidValue(format!(
                 "{new_len} elements of {sz} bytes overflow"
             )));
         };
         let Some(old) = self.inst.inner.heap.block_size(self.offset as u64) else {
-            let _ = self.inst.alloc_collective(0, None, false);
+            let _ = self
+                .inst
+                .alloc_collective(call(bytes as u64), 0, None, false);
             return Err(Error::InvalidParam(format!(
                 "realloc: offset {:#x} is not the start of an allocated block",
                 self.offset
@@ -396,9 +403,17 @@ impl<'a, T: Pod> SymSlice<'a, T> {
 
 impl Instance {
     fn alloc<T: Pod>(&self, len: usize, align: Option<usize>, zero: bool) -> Result<SymBuf<T>> {
+        let call = |size: u64| match (align, zero) {
+            (Some(a), _) => HeapCall::Align {
+                align: a as u64,
+                size,
+            },
+            (None, true) => HeapCall::Calloc { size },
+            (None, false) => HeapCall::Malloc { size },
+        };
         let Some(bytes) = len.checked_mul(std::mem::size_of::<T>()) else {
             // Still collective, so that the PEs stay in step.
-            let _ = self.alloc_collective(0, None, false);
+            let _ = self.alloc_collective(call(u64::MAX), 0, None, false);
             return Err(Error::InvalidValue(format!(
                 "{len} elements of {} bytes overflow",
                 std::mem::size_of::<T>()
@@ -410,7 +425,12 @@ impl Instance {
             None if natural > 16 => Some(natural),
             None => None,
         };
-        let offset = self.alloc_collective(bytes as u64, align.map(|a| a as u64), zero)?;
+        let offset = self.alloc_collective(
+            call(bytes as u64),
+            bytes as u64,
+            align.map(|a| a as u64),
+            zero,
+        )?;
         Ok(SymBuf {
             inst: self.clone(),
             offset: offset as usize,
@@ -440,7 +460,11 @@ impl Instance {
     pub fn align<T: Pod>(&self, alignment: usize, len: usize) -> Result<SymBuf<T>> {
         if alignment == 0 || !alignment.is_power_of_two() {
             // Still collective: every PE takes part so the PEs stay in step.
-            let _ = self.alloc_collective(0, Some(alignment as u64), false);
+            let call = HeapCall::Align {
+                align: alignment as u64,
+                size: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+            };
+            let _ = self.alloc_collective(call, 0, Some(alignment as u64), false);
             return Err(Error::InvalidValue(format!(
                 "alignment {alignment} is not a power of two"
             )));

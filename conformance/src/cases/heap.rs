@@ -24,6 +24,12 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("heap::asymmetric_malloc_is_refused", asymmetric_malloc)
             .pes(&[2, 4])
             .full_pes(&[3, 8]),
+        Case::new(
+            "heap::out_of_step_collectives_are_errors",
+            out_of_step_collectives,
+        )
+        .pes(&[2, 4])
+        .full_pes(&[3]),
         Case::new("heap::stress_no_leak", stress_no_leak),
         Case::new("heap::symmetric_offsets", symmetric_offsets),
         Case::new("heap::realloc_keeps_contents", realloc_keeps_contents),
@@ -201,12 +207,69 @@ fn asymmetric_malloc(ctx: &Ctx) -> Outcome {
     let inst = ctx.world()?;
     let before = inst.heap_free();
     let size = if ctx.pe == 0 { 512 } else { 1024 };
-    let e = check_code!(raw::malloc(&inst, size), Code::MallocFailed);
-    check!(e.to_string().contains("not symmetric"), "{e}");
+    let e = check_code!(raw::malloc(&inst, size), Code::InvalidParam);
+    let other = if ctx.pe == 0 { 1 } else { 0 };
+    let want = format!(
+        "collective mismatch: PE {other} called malloc({}) while PE {} called malloc({size})",
+        if other == 0 { 512 } else { 1024 },
+        ctx.pe
+    );
+    check!(e.to_string().contains(&want), "{e}");
     check_eq!(inst.heap_free(), before, "the refused allocation was kept");
     // The PEs are still in step: a symmetric allocation works.
     let ok = raw::malloc(&inst, 64)?;
     raw::free(&inst, ok)?;
+    inst.finalize()?;
+    Ok(())
+}
+
+/// PEs out of step in a heap collective: PE 0 allocates while the others free, or reallocate,
+/// or allocate with calloc. Every PE gets `INVALID_PARAM` naming a PE whose call differs, both
+/// calls, and nothing changes on any heap; the PEs are still in step afterwards.
+fn out_of_step_collectives(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let me = ctx.pe;
+    let held = raw::malloc(&inst, 256)?;
+    let before = inst.heap_free();
+    type OtherCall = fn(&shmem::Instance, usize) -> shmem::Result<()>;
+    let others: [(&str, OtherCall); 3] = [
+        ("free(", |i, off| raw::free(i, off)),
+        ("realloc(", |i, off| {
+            raw::realloc(i, Some(off), 4096).map(drop)
+        }),
+        ("calloc(512)", |i, _| raw::calloc(i, 1, 512).map(drop)),
+    ];
+    for (theirs, call) in others {
+        let r = if me == 0 {
+            raw::malloc(&inst, 512).map(drop)
+        } else {
+            call(&inst, held)
+        };
+        let e = check_code!(r, Code::InvalidParam);
+        let msg = e.to_string();
+        let (first, second) = if me == 0 {
+            (
+                format!("PE 1 called {theirs}"),
+                "while PE 0 called malloc(512)".to_string(),
+            )
+        } else {
+            (
+                "PE 0 called malloc(512)".to_string(),
+                format!("while PE {me} called {theirs}"),
+            )
+        };
+        check!(
+            msg.contains("collective mismatch: ") && msg.contains(&first) && msg.contains(&second),
+            "the message does not name both calls: {msg}"
+        );
+        check_eq!(inst.heap_free(), before, "after {theirs}: the heap changed");
+    }
+    // Still in step: the held block is intact and frees collectively.
+    let v = inst.view::<u8>(held, 256)?;
+    v.put(&[me as u8; 256], me)?;
+    inst.barrier_all()?;
+    check_eq!(v.to_vec(me)?, vec![me as u8; 256]);
+    raw::free(&inst, held)?;
     inst.finalize()?;
     Ok(())
 }

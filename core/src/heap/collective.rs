@@ -1,7 +1,11 @@
 //! Collective allocation: every PE allocates locally, then one allgather of a fixed record
-//! tells every PE whether every other PE succeeded, with the same size, at the same offset. On
-//! any disagreement every PE releases its block and reports which PE differed, so the heaps
-//! never diverge.
+//! tells every PE which heap call every other PE made, and whether it succeeded, with the same
+//! size, at the same offset. On any disagreement every PE releases its block and reports which
+//! PE differed, so the heaps never diverge. Every heap collective (malloc, calloc, align,
+//! realloc, free) sends the same record, so PEs out of step (one in `malloc`, one in `free`)
+//! each get an error naming both calls instead of a record of the wrong size.
+
+use std::fmt;
 
 use bytemuck::{Pod, Zeroable};
 use shmem_backend::Pe;
@@ -12,35 +16,102 @@ use crate::bootstrap::allgather_records;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 
-/// What each PE contributes to a collective allocation.
+/// The heap call a PE made, as the user wrote it: what the PEs of a collective allocation
+/// compare, and what a mismatch names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeapCall {
+    /// `malloc(size)`.
+    Malloc { size: u64 },
+    /// `calloc(size)` (the total bytes).
+    Calloc { size: u64 },
+    /// `align(align, size)`.
+    Align { align: u64, size: u64 },
+    /// `realloc(offset, size)`.
+    Realloc { offset: u64, size: u64 },
+    /// `free(offset)`.
+    Free { offset: u64 },
+}
+
+impl HeapCall {
+    fn encode(self) -> [u64; 3] {
+        match self {
+            HeapCall::Malloc { size } => [1, size, 0],
+            HeapCall::Calloc { size } => [2, size, 0],
+            HeapCall::Align { align, size } => [3, align, size],
+            HeapCall::Realloc { offset, size } => [4, offset, size],
+            HeapCall::Free { offset } => [5, offset, 0],
+        }
+    }
+
+    fn decode([kind, a, b]: [u64; 3]) -> Option<HeapCall> {
+        Some(match kind {
+            1 => HeapCall::Malloc { size: a },
+            2 => HeapCall::Calloc { size: a },
+            3 => HeapCall::Align { align: a, size: b },
+            4 => HeapCall::Realloc { offset: a, size: b },
+            5 => HeapCall::Free { offset: a },
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for HeapCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            HeapCall::Malloc { size } => write!(f, "malloc({size})"),
+            HeapCall::Calloc { size } => write!(f, "calloc({size})"),
+            HeapCall::Align { align, size } => write!(f, "align({align}, {size})"),
+            HeapCall::Realloc { offset, size } => write!(f, "realloc({offset:#x}, {size})"),
+            HeapCall::Free { offset } => write!(f, "free({offset:#x})"),
+        }
+    }
+}
+
+/// What each PE contributes to a heap collective.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
-struct AllocRecord {
-    /// 0: allocated; 1: an invalid request (zero bytes, a bad alignment); 2: no room.
+struct HeapRecord {
+    /// The call ([`HeapCall::encode`]).
+    call: [u64; 3],
+    /// 0: done (or, for a free, about to be); 1: an invalid request (zero bytes, a bad
+    /// alignment); 2: no room.
     status: u64,
     /// Where the block landed (`u64::MAX` when it did not).
     offset: u64,
-    /// The bytes asked for.
-    size: u64,
 }
 
-/// What each PE contributes to a collective free.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-struct FreeRecord {
-    offset: u64,
-}
-
-/// Every PE's `mine`, indexed by PE, through the instance's bootstrap.
-fn allgather<T: Pod>(inst: &Instance, mine: &T) -> Result<Vec<T>> {
-    allgather_records(&*inst.inner.boot, mine).map_err(|e| inst.fail(Error::from(e)))
+/// Every PE's record, after checking that every PE made the same call as this one.
+fn exchange(inst: &Instance, call: HeapCall, status: u64, offset: u64) -> Result<Vec<HeapRecord>> {
+    let mine = HeapRecord {
+        call: call.encode(),
+        status,
+        offset,
+    };
+    let all = allgather_records(&*inst.inner.boot, &mine).map_err(|e| inst.fail(Error::from(e)))?;
+    let me = inst.my_pe();
+    let differs = all
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.call != mine.call)
+        .map(|(pe, r)| (pe, HeapCall::decode(r.call)));
+    match differs {
+        None => Ok(all),
+        Some((pe, Some(theirs))) => Err(Error::InvalidParam(format!(
+            "collective mismatch: PE {pe} called {theirs} while PE {me} called {call}; the heap is unchanged"
+        ))),
+        Some((pe, None)) => Err(Error::InvalidParam(format!(
+            "collective mismatch: PE {pe} sent a heap call this build does not know ({:?}) while PE {me} called {call}; the heap is unchanged",
+            all[pe].call
+        ))),
+    }
 }
 
 impl Instance {
     /// Collectively allocates `size` bytes (aligned to `align`, and zeroed if asked) at the
-    /// same offset on every PE.
+    /// same offset on every PE, for the user's `call`.
     pub(crate) fn alloc_collective(
         &self,
+        call: HeapCall,
         size: u64,
         align: Option<u64>,
         zero: bool,
@@ -62,21 +133,18 @@ impl Instance {
                 )
             }?;
         }
-        let mine = AllocRecord {
-            status: match &local {
-                Ok(_) => 0,
-                Err(AllocError::Zero | AllocError::NotPowerOfTwo { .. }) => 1,
-                Err(_) => 2,
-            },
-            offset: local.as_ref().copied().unwrap_or(u64::MAX),
-            size,
+        let status = match &local {
+            Ok(_) => 0,
+            Err(AllocError::Zero | AllocError::NotPowerOfTwo { .. }) => 1,
+            Err(_) => 2,
         };
         let undo = |heap: &Heap| {
             if let Ok(off) = local {
                 let _ = heap.release(off);
             }
         };
-        let all = allgather(self, &mine).inspect_err(|_| undo(heap))?;
+        let offset = local.as_ref().copied().unwrap_or(u64::MAX);
+        let all = exchange(self, call, status, offset).inspect_err(|_| undo(heap))?;
         if let Err(e) = &local {
             return Err(match e {
                 AllocError::Zero | AllocError::NotPowerOfTwo { .. } => {
@@ -91,11 +159,6 @@ impl Instance {
         for (pe, r) in all.iter().enumerate() {
             let problem = if r.status != 0 {
                 Some(format!("the allocation failed on PE {pe}"))
-            } else if r.size != size {
-                Some(format!(
-                    "the allocation is not symmetric: PE {pe} asked for {} bytes, this PE for {size}",
-                    r.size
-                ))
             } else if Ok(r.offset) != local {
                 Some(format!(
                     "PE {pe} placed the block at offset {:#x}, this PE elsewhere: the PEs' heaps have diverged",
@@ -126,7 +189,11 @@ impl Instance {
         align: usize,
     ) -> Result<u64> {
         let align = (align > 16).then_some(align as u64);
-        let to = self.alloc_collective(new, align, false)?;
+        let call = HeapCall::Realloc {
+            offset: off,
+            size: new,
+        };
+        let to = self.alloc_collective(call, new, align, false)?;
         let keep = old.min(new) as usize;
         let me: Pe = self.my_pe();
         // SAFETY: both blocks lie inside this PE's heap; the copy is within the smaller one.
@@ -142,27 +209,22 @@ impl Instance {
             )
         };
         if let Err(e) = copy {
-            let _ = self.free_collective(to);
+            let _ = self.free_as(call, to);
             return Err(e);
         }
-        self.free_collective(off)?;
+        self.free_as(call, off)?;
         Ok(to)
     }
 
-    /// Collectively releases the block at heap offset `off`.
+    /// Collectively releases the block at heap offset `off` (`free`).
     pub(crate) fn free_collective(&self, off: u64) -> Result<()> {
+        self.free_as(HeapCall::Free { offset: off }, off)
+    }
+
+    /// Collectively releases the block at heap offset `off`, for the user's `call`.
+    fn free_as(&self, call: HeapCall, off: u64) -> Result<()> {
         self.check_live()?;
-        let all = allgather(self, &FreeRecord { offset: off })?;
-        if let Some((pe, other)) = all
-            .iter()
-            .enumerate()
-            .map(|(pe, r)| (pe, r.offset))
-            .find(|(_, o)| *o != off)
-        {
-            return Err(Error::InvalidParam(format!(
-                "free is not symmetric: PE {pe} frees offset {other:#x}, this PE {off:#x}; nothing was freed"
-            )));
-        }
+        exchange(self, call, 0, off)?;
         self.inner
             .heap
             .release(off)

@@ -5,6 +5,8 @@
 
 pub(crate) mod allocator;
 mod collective;
+
+pub(crate) use collective::HeapCall;
 pub(crate) mod layout;
 
 use std::sync::Mutex;
