@@ -26,6 +26,16 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("multi_instance::finalize_nonactive", finalize_nonactive).pes(TWO_FOUR),
         Case::new("multi_instance::finalize_nonexistent", finalize_nonexistent).pes(TWO_FOUR),
         Case::new("multi_instance::duplicate_create", duplicate_create).pes(TWO_FOUR),
+        Case::new(
+            "multi_instance::concurrent_create_of_one_id",
+            concurrent_create,
+        )
+        .pes(TWO_FOUR),
+        Case::new(
+            "multi_instance::cann_finalize_releases_team_handles",
+            finalize_releases_team_handles,
+        )
+        .pes(&[1, 2]),
         Case::new("multi_instance::isolation", isolation)
             .pes(TWO_FOUR)
             .full_pes(&[8]),
@@ -337,6 +347,67 @@ fn duplicate_create(ctx: &Ctx) -> Outcome {
     );
     for id in [2, 1, 0] {
         cann::finalize_instance(id)?;
+    }
+    Ok(())
+}
+
+/// Two threads of every PE create instance 1 through the CANN layer at the same moment:
+/// exactly one succeeds, the other is a duplicate create (`INNER_ERROR`), and the instance's
+/// context survives either way (it can be made active, used and finalised).
+fn concurrent_create(ctx: &Ctx) -> Outcome {
+    cann::init_attr(INIT_WITH_DEFAULT, &ctx.attrs(2 << 20))?;
+    let a1 = attrs_for(ctx, 1, &all(ctx)).expect("member");
+    for round in 0..ctx.iters(30, 100) {
+        let start = std::sync::Barrier::new(2);
+        let results: Vec<shmem::Result<Instance>> = std::thread::scope(|s| {
+            let go = || {
+                start.wait();
+                cann::init_attr(INIT_WITH_DEFAULT, &a1)
+            };
+            let (x, y) = (s.spawn(go), s.spawn(go));
+            [x, y].map(|h| h.join().expect("no panic")).into()
+        });
+        let won: Vec<&Instance> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        check_eq!(won.len(), 1, "round {round}: one create must win");
+        let lost = results.iter().find_map(|r| r.as_ref().err());
+        check!(
+            lost.is_some_and(|e| e.code() == Code::InnerError),
+            "round {round}: the other create must be a duplicate: {lost:?}"
+        );
+        cann::instance_ctx_set(1)
+            .map_err(|e| Failure(format!("round {round}: the winner's context is gone: {e}")))?;
+        ring_check(won[0], 1)?;
+        cann::finalize_instance(1)?;
+        check_eq!(cann::instance_ctx_get(), 0);
+    }
+    cann::finalize_instance(0)?;
+    Ok(())
+}
+
+/// Whether this process still maps a segment of instance `id`.
+fn maps_instance(id: u64) -> bool {
+    std::fs::read_to_string("/proc/self/maps")
+        .is_ok_and(|m| m.contains(&format!("shmem-sim-i{id}-pe")))
+}
+
+/// A team split through the CANN layer's integer handles does not keep instance 0 alive once
+/// it is finalised: its segments are unmapped, and a new instance 0 works.
+fn finalize_releases_team_handles(ctx: &Ctx) -> Outcome {
+    for round in 0..2 {
+        cann::init_attr(INIT_WITH_DEFAULT, &ctx.attrs(2 << 20))?;
+        check!(
+            maps_instance(0),
+            "the segments of instance 0 are not mapped"
+        );
+        let n = ctx.n_pes as i32;
+        let h = cann::team_split_strided(cann::TEAM_WORLD, 0, 1, n)?;
+        check!(h != cann::TEAM_INVALID, "round {round}: no team");
+        cann::barrier(h)?;
+        cann::finalize()?;
+        check!(
+            !maps_instance(0),
+            "round {round}: instance 0 is still mapped after its finalize (a team handle holds it)"
+        );
     }
     Ok(())
 }
@@ -771,6 +842,28 @@ fn unique_id_cann(ctx: &Ctx) -> Outcome {
         set_attr_uniqueid_args(0, 2, (40 << 30) + 1, &uid, &mut c),
         Code::InvalidValue
     );
+    // UNIQUEID with a non-empty ip_port still goes through CANN's port selection: the
+    // template port must be 0 and SHMEM_INSTANCE_PORT_RANGE must allow the id.
+    let uid3 = broadcast_uid(&world, first + 162)?;
+    let mut d = Attributes::new(0, 0, "tcp://127.0.0.1:5555", 0);
+    d.instance_id = 3;
+    d.port_range = Some(format!("{}:{}", first, first + 7));
+    set_attr_uniqueid_args(ctx.pe as i32, ctx.n_pes as i32, 2 << 20, &uid3, &mut d)?;
+    let e = check_code!(cann::init_attr(INIT_WITH_UNIQUEID, &d), Code::InvalidValue);
+    check!(e.to_string().contains("must be 0"), "{e}");
+    d.port_range = Some(format!("{}:{}", first, first + 2));
+    d.ip_port = "tcp://127.0.0.1:0".into();
+    let e = check_code!(cann::init_attr(INIT_WITH_UNIQUEID, &d), Code::InvalidValue);
+    check!(e.to_string().contains("instance id 3 is above 2"), "{e}");
+    check_eq!(
+        cann::instance_ctx_get(),
+        2,
+        "a refused port selection changes nothing"
+    );
+    d.port_range = Some(format!("{}:{}", first, first + 7));
+    let three = cann::init_attr(INIT_WITH_UNIQUEID, &d)?;
+    ring_check(&three, 3)?;
+    cann::finalize_instance(3)?;
     // UNIQUEID flags without an id are refused.
     check_code!(
         cann::init_attr(

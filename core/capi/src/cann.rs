@@ -19,7 +19,11 @@
 //!   `finalize()` releases the active instance. Finalising an instance that was never
 //!   initialised succeeds.
 //! - Every path takes one process-wide mutex, but never holds it across the collective part
-//!   of init or finalize: threads driving different instances do not wait for each other.
+//!   of init or finalize: threads driving different instances do not wait for each other. An
+//!   id's context exists from the start of its init, so a second `init_attr` of the same id
+//!   from another thread meanwhile is a duplicate create (WARN, `INNER_ERROR`) and cannot
+//!   disturb the first.
+//! - `finalize_instance(X)` also forgets X's integer team handles.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
@@ -82,12 +86,21 @@ pub fn init_attr(flags: u32, attrs: &Attributes) -> Result<Instance> {
         let mut c = contexts();
         let exists = c.exists(id);
         if id != 0 && exists {
+            // The context exists (live, or being created by another thread, whose init this
+            // call must not disturb): CANN's duplicate create.
             crate::log::warn(format_args!(
                 "Instance {id} already exists! Please don't repeat create!"
             ));
-        } else if id != 0 {
-            // Port selection runs before the context exists: a bad range changes nothing.
-            if attrs.mode == InitMode::Default {
+            c.active = id;
+            let e = Error::AlreadyInitialized { instance_id: id };
+            tracing::error!("{e}");
+            return Err(e);
+        }
+        if id != 0 {
+            // Port selection runs before the context exists, so a bad range changes nothing.
+            // As in CANN, it runs unless the init is a pure unique-id one (an empty `ip_port`
+            // with a unique id or an MPI communicator in the attributes).
+            if !attrs.ip_port.is_empty() || attrs.mode == InitMode::Default {
                 attrs
                     .bootstrap_address()
                     .inspect_err(|e| tracing::error!("init of instance {id}: {e}"))?;
@@ -100,7 +113,7 @@ pub fn init_attr(flags: u32, attrs: &Attributes) -> Result<Instance> {
             tracing::error!("{e}");
             return Err(e);
         }
-        !exists
+        id != 0
     };
     let r = Instance::init(&attrs);
     let mut c = contexts();
@@ -251,6 +264,9 @@ pub fn finalize_instance(id: u64) -> Result<()> {
     if c.active == id {
         c.active = 0;
     }
+    drop(c);
+    // The integer team handles of the instance go with it (they hold it alive otherwise).
+    teams().retain(|&(instance, _), _| instance != id);
     r
 }
 
