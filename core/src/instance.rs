@@ -148,7 +148,7 @@ impl Instance {
             .and_then(|h| h.checked_add(MAX_TEAMS * SCRATCH_PER_TEAM))
             .ok_or_else(|| Error::InvalidValue("the heap does not fit in memory".into()))?;
         let heap = Heap::new(heap_size).map_err(|e| Error::Memory(e.to_string()))?;
-        crate::rlimit::raise_descriptor_limit();
+        crate::rlimit::ensure_descriptors(attrs.n_pes);
         let claim: Claim<'_, Inner> = INSTANCES.claim(attrs.instance_id)?;
         let (my_pe, n_pes) = (attrs.my_pe, attrs.n_pes);
         let boot: Arc<dyn Bootstrap> = bootstrap::join(attrs)?.into();

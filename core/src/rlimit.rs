@@ -1,26 +1,40 @@
 //! The process's resource limits an instance needs.
 
-/// Raises this process's soft descriptor limit to its hard limit, once. Every live instance
-/// holds a few descriptors (PE 0 of an instance one per peer), so many instances need more
-/// than the usual soft limit of 1024; the hard limit is the administrator's choice.
-pub(crate) fn raise_descriptor_limit() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-        let l = getrlimit(Resource::Nofile);
-        if let (Some(cur), max) = (l.current, l.maximum)
-            && max.is_none_or(|m| m > cur)
-        {
-            let wanted = max.unwrap_or(1 << 20).min(1 << 20);
-            if let Err(e) = setrlimit(
-                Resource::Nofile,
-                Rlimit {
-                    current: Some(wanted),
-                    maximum: max,
-                },
-            ) {
-                tracing::debug!("could not raise the descriptor limit from {cur} to {wanted}: {e}");
-            }
-        }
-    });
+use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+
+/// Descriptors one instance of `n_pes` PEs may hold on one PE at its peak: PE 0 serves the
+/// bootstrap (a listener and a connection per peer), every PE holds its own connection, and
+/// attaching the peers' segments passes one descriptor per PE before they are mapped and
+/// closed; plus a margin for the threads' wake-up pipes and the program's own use meanwhile.
+pub(crate) fn descriptors_for(n_pes: u32) -> u64 {
+    2 * u64::from(n_pes) + 64
+}
+
+/// Raises this process's soft descriptor limit, only if it is below what the descriptors open
+/// now plus one more instance of `n_pes` PEs need, and only that far (never above the hard
+/// limit, which is the administrator's choice, and never lowering it). Many instances, or one
+/// of many PEs, need more than the usual soft limit of 1024; a process that needs less keeps
+/// the limit it had. A failure to raise it is left to show where descriptors run out.
+pub(crate) fn ensure_descriptors(n_pes: u32) {
+    let l = getrlimit(Resource::Nofile);
+    let Some(cur) = l.current else {
+        return; // unlimited
+    };
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+    let want = open + descriptors_for(n_pes);
+    if want <= cur {
+        return;
+    }
+    let wanted = l.maximum.map_or(want, |max| want.min(max));
+    if wanted > cur
+        && let Err(e) = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(wanted),
+                maximum: l.maximum,
+            },
+        )
+    {
+        tracing::debug!("could not raise the descriptor limit from {cur} to {wanted}: {e}");
+    }
 }

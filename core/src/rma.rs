@@ -590,15 +590,14 @@ impl<T: Pod> SymSlice<'_, T> {
         pe: Pe,
     ) -> Result<()> {
         let sz = std::mem::size_of::<T>();
+        let stride = stride_bytes(dst_stride, sz)?;
         self.check_view_span(start, dst_stride, nelems)?;
         let pe = self.ctx.target(pe)?;
         self.ctx.inst.owns(self.home)?;
-        let dst = self.ctx.inst.check_strided(
-            self.offset + start * sz,
-            stride_bytes(dst_stride, sz)?,
-            sz,
-            nelems,
-        )?;
+        let dst = self
+            .ctx
+            .inst
+            .check_strided(self.offset + start * sz, stride, sz, nelems)?;
         let src_layout = local_layout(src.len(), src_stride, sz, nelems)?;
         // SAFETY: the PE, the remote span and the local layout were checked above.
         unsafe {
@@ -638,15 +637,14 @@ impl<T: Pod> SymSlice<'_, T> {
         pe: Pe,
     ) -> Result<()> {
         let sz = std::mem::size_of::<T>();
+        let stride = stride_bytes(src_stride, sz)?;
         self.check_view_span(start, src_stride, nelems)?;
         let pe = self.ctx.target(pe)?;
         self.ctx.inst.owns(self.home)?;
-        let src = self.ctx.inst.check_strided(
-            self.offset + start * sz,
-            stride_bytes(src_stride, sz)?,
-            sz,
-            nelems,
-        )?;
+        let src = self
+            .ctx
+            .inst
+            .check_strided(self.offset + start * sz, stride, sz, nelems)?;
         let dst_layout = local_layout(dst.len(), dst_stride, sz, nelems)?;
         // SAFETY: the PE, the remote span and the local layout were checked above.
         unsafe {

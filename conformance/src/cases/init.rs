@@ -11,6 +11,12 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("init::world_basics", world_basics),
         Case::new("init::attribute_codes", attribute_codes).pes(&[1, 2]),
         Case::new("init::repeat_init_is_inner_error", repeat_init),
+        Case::new("init::duplicate_id_is_typed_and_silent", duplicate_silent).pes(&[1, 2]),
+        Case::new(
+            "init::descriptor_limit_raised_only_as_needed",
+            descriptor_limit,
+        )
+        .pes(&[1, 2]),
         Case::new("init::init_finalize_loop", init_finalize_loop)
             .pes(&[1, 2, 4])
             .full_pes(&[8]),
@@ -165,6 +171,117 @@ fn repeat_init(ctx: &Ctx) -> Outcome {
     let again = Instance::init(&attrs)?;
     again.barrier_all()?;
     again.finalize()?;
+    Ok(())
+}
+
+/// What the program's `tracing` subscriber received.
+static LOGGED: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+struct Captured;
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        LOGGED.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn logged() -> String {
+    String::from_utf8_lossy(&std::mem::take(&mut *LOGGED.lock().unwrap())).into_owned()
+}
+
+/// A duplicate id through the Rust API is a typed error and logs nothing (the program decides
+/// what to report); through the CANN layer it logs CANN's warning, as CANN does.
+fn duplicate_silent(ctx: &Ctx) -> Outcome {
+    tracing_subscriber::fmt()
+        .with_writer(|| Captured)
+        .with_ansi(false)
+        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
+        .try_init()
+        .map_err(|e| Failure(format!("installing the capturing subscriber: {e}")))?;
+    let attrs = ctx.attrs(2 << 20);
+    let inst = Instance::init(&attrs)?;
+    let _ = logged();
+    let e = Instance::init(&attrs).err();
+    check!(
+        matches!(e, Some(shmem::Error::AlreadyInitialized { instance_id: 0 })),
+        "{e:?}"
+    );
+    let out = logged();
+    check!(
+        !out.contains("WARN") && !out.contains("ERROR"),
+        "the Rust API logged a duplicate init: {out}"
+    );
+    // The CANN layer warns as CANN does.
+    let members: Vec<u32> = (0..ctx.n_pes).collect();
+    let a1 = crate::cases::multi_instance::attrs_for(ctx, 1, &members).expect("member");
+    let one = shmem_capi::cann::init_attr(shmem_capi::cann::INIT_WITH_DEFAULT, &a1)?;
+    let _ = logged();
+    check_code!(
+        shmem_capi::cann::init_attr(shmem_capi::cann::INIT_WITH_DEFAULT, &a1),
+        Code::InnerError
+    );
+    let out = logged();
+    check!(
+        out.contains("WARN")
+            && out.contains("Instance 1 already exists! Please don't repeat create!"),
+        "the CANN layer did not warn: {out}"
+    );
+    shmem_capi::cann::finalize_instance(1)?;
+    drop(one);
+    inst.finalize()?;
+    Ok(())
+}
+
+/// The soft descriptor limit, and the hard one.
+fn nofile() -> (Option<u64>, Option<u64>) {
+    let l = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    (l.current, l.maximum)
+}
+
+/// Init raises the soft descriptor limit only when the instance needs more than is left, and
+/// then only as far as it needs, not to the hard limit.
+fn descriptor_limit(ctx: &Ctx) -> Outcome {
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    let (_, hard) = nofile();
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+    let set = |soft: u64| {
+        setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(soft),
+                maximum: hard,
+            },
+        )
+        .map_err(|e| Failure(format!("setrlimit: {e}")))
+    };
+    // Plenty left: the limit stays.
+    let roomy = open + 512;
+    check!(
+        hard.is_none_or(|h| h > roomy + 64),
+        "the hard limit {hard:?} is too low for the case"
+    );
+    set(roomy)?;
+    let inst = ctx.world()?;
+    check_eq!(
+        nofile().0,
+        Some(roomy),
+        "init changed a soft limit that had room"
+    );
+    inst.finalize()?;
+    // Almost nothing left: raised, but only as far as the instance needs.
+    set(open + 4)?;
+    let inst = ctx.world()?;
+    let (soft, _) = nofile();
+    check!(
+        soft.is_some_and(|s| s > open + 4 && s < open + 512) && soft != hard,
+        "the soft limit became {soft:?} (hard {hard:?}, {open} open)"
+    );
+    inst.barrier_all()?;
+    inst.finalize()?;
     Ok(())
 }
 

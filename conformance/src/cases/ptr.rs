@@ -6,7 +6,42 @@ pub(crate) fn cases() -> Vec<Case> {
     vec![
         Case::new("ptr::arithmetic_and_bounds", arithmetic_and_bounds),
         Case::new("ptr::load_store_through_ptr", load_store),
+        Case::new("ptr::team_context_view_numbers_pes_in_the_team", team_ptr)
+            .pes(&[2, 4])
+            .full_pes(&[3, 5]),
     ]
+}
+
+/// On a view issued through a team's context, `ptr(r)` is team rank `r`'s copy
+/// (`shmem_team_ptr`), not instance PE `r`'s; ranks beyond the team give none.
+fn team_ptr(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let buf = inst.calloc::<u64>(1)?;
+    // The PEs from 1 on, every other one: team rank r is instance PE 1 + 2r.
+    let size = ctx.n_pes / 2;
+    let team = inst
+        .team_world()
+        .split_strided(1, 2, size as i32, shmem::TeamConfig::default())?;
+    if let Some(team) = team {
+        let tctx = team.create_ctx(shmem::CtxOptions::NONE)?;
+        let v = buf.as_slice().on(&tctx);
+        for r in 0..size {
+            check_eq!(
+                v.ptr(r).map(|q| q.as_ptr() as usize),
+                buf.as_slice().ptr(1 + 2 * r).map(|q| q.as_ptr() as usize),
+                "team rank {r}"
+            );
+        }
+        check!(v.ptr(size).is_none(), "a rank beyond the team translated");
+        tctx.destroy()?;
+        inst.barrier_all()?;
+        team.destroy()?;
+    } else {
+        inst.barrier_all()?;
+    }
+    buf.free()?;
+    inst.finalize()?;
+    Ok(())
 }
 
 fn arithmetic_and_bounds(ctx: &Ctx) -> Outcome {

@@ -275,6 +275,20 @@ fn bounds(ctx: &Ctx) -> Outcome {
         ),
         Code::InvalidParam
     );
+    // Strides whose byte products overflow are refused, on either side.
+    let big = isize::MAX / 4;
+    let v = canary.as_slice();
+    check_code!(v.iput(big, &[1, 2], 1, 2, me), Code::InvalidParam);
+    check_code!(v.iput(1, &[1, 2], big, 2, me), Code::InvalidParam);
+    check_code!(v.iget(-big, &mut [0; 2], 1, 2, me), Code::InvalidParam);
+    check_code!(
+        v.iget(1, &mut [0; 2], isize::MIN, 2, me),
+        Code::InvalidParam
+    );
+    check_code!(
+        raw::iput::<u64>(inst.default_ctx(), canary.offset(), big, &[0; 2], 1, 2, me),
+        Code::InvalidParam
+    );
     check_code!(inst.view::<u64>(size - 8, 2), Code::InvalidParam);
     check_code!(inst.view::<u64>(canary.offset() + 1, 1), Code::InvalidParam);
     // Nothing was written anywhere.

@@ -11,7 +11,33 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("stream::put_shows_after_synchronise", put_after_sync),
         Case::new("stream::waits_and_barriers_in_stream_order", stream_order).pes(&[2, 4, 8]),
         Case::new("stream::local_side_segment_or_device", local_side),
+        Case::new(
+            "stream::nbi_scope_returns_its_closing_quiet_failure",
+            nbi_closing_quiet,
+        )
+        .pes(&[1])
+        .env(&[("SHMEM_TIMEOUT", "2")]),
     ]
+}
+
+/// A non-blocking scope on a stream context whose enqueued wait fails (no signal comes, and
+/// `SHMEM_TIMEOUT` ends it): the scope's closing quiet synchronises the stream, and the scope
+/// returns that failure rather than dropping it.
+fn nbi_closing_quiet(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let word = inst.calloc::<u64>(1)?;
+    let stream = Stream::new();
+    let s = inst.stream_ctx(&stream)?;
+    let r = s.nbi(|_| word.elem(0).on(&s).signal_wait_until_on_stream(Cmp::Eq, 1));
+    let e = check_code!(r, Code::TimeoutError);
+    check!(e.to_string().contains("signal"), "{e}");
+    // The failure was reported once: the stream is usable again.
+    word.elem(0).on(&s).signal_op(1, SignalOp::Set, ctx.pe)?;
+    s.quiet()?;
+    check_eq!(word.elem(0).signal_fetch()?, 1);
+    word.free()?;
+    inst.finalize()?;
+    Ok(())
 }
 
 /// In strict mode a put on a stream is held until the stream is synchronised (nothing in

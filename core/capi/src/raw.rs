@@ -145,6 +145,11 @@ fn strided_view<'c, T: Pod>(
     } else {
         last.unsigned_abs() + 1
     };
+    if len.checked_mul(sz).is_none() {
+        return Err(Error::InvalidParam(format!(
+            "{nelems} elements with a stride of {stride} elements of {sz} bytes overflow"
+        )));
+    }
     let start = below
         .checked_mul(sz)
         .and_then(|b| first.checked_sub(b))
