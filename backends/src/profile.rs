@@ -51,9 +51,10 @@ impl Default for Limits {
 ///
 /// ```
 /// use shmem_backend::Capabilities;
-/// let sim = Capabilities { host_atomics: true, host_mapping: true, streams: true, device_memory: true };
+/// let sim = Capabilities::ALL;
 /// let as_cann = sim.restrict(Capabilities::CANN);
 /// assert!(!as_cann.host_atomics && !as_cann.host_mapping && as_cann.streams);
+/// assert!(!as_cann.relaxed_completion); // CANN's host calls complete in stream order
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Capabilities {
@@ -69,6 +70,12 @@ pub struct Capabilities {
     pub streams: bool,
     /// Device memory can be the local side of an operation ([`crate::Local::Device`]).
     pub device_memory: bool,
+    /// Blocking puts, non-fetching atomics and signals may reach their target after they
+    /// return, in any order until the next fence, quiet or barrier (OpenSHMEM's rule). Without
+    /// it each host call completes before the next one starts (CANN's host API, whose calls
+    /// run in stream order). The simulator's strict mode holds blocking operations back only
+    /// where this is set.
+    pub relaxed_completion: bool,
 }
 
 impl Capabilities {
@@ -79,6 +86,7 @@ impl Capabilities {
         host_mapping: false,
         streams: true,
         device_memory: true,
+        relaxed_completion: false,
     };
 
     /// Every capability.
@@ -87,6 +95,7 @@ impl Capabilities {
         host_mapping: true,
         streams: true,
         device_memory: true,
+        relaxed_completion: true,
     };
 
     /// The capabilities both `self` and `mask` have.
@@ -96,6 +105,7 @@ impl Capabilities {
             host_mapping: self.host_mapping && mask.host_mapping,
             streams: self.streams && mask.streams,
             device_memory: self.device_memory && mask.device_memory,
+            relaxed_completion: self.relaxed_completion && mask.relaxed_completion,
         }
     }
 }

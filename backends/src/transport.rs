@@ -277,6 +277,13 @@ pub trait Transport: Send + Sync + Sized + 'static {
 
     /// A new, empty completion queue.
     fn new_queue(&self) -> Self::Queue;
+    /// A queue for the core's own protocols (barriers, collectives, allocation, team splits),
+    /// whose blocking operations complete before they return: the core orders them itself,
+    /// and a transport's deliberately late completion (the simulator's strict mode) is for
+    /// the program's operations.
+    fn new_internal_queue(&self) -> Self::Queue {
+        self.new_queue()
+    }
     /// A queue whose operations run on `stream`, in stream order (CANN's `_on_stream` calls).
     fn stream_queue(&self, stream: &Self::Stream) -> Result<Self::Queue, TransportError> {
         let _ = stream;
@@ -409,6 +416,24 @@ pub trait Transport: Send + Sync + Sized + 'static {
     ) -> Result<u64, TransportError> {
         let _ = (q, pe, offset, width, op);
         Err(self.unsupported("remote atomics issued by the host"))
+    }
+    /// A blocking atomic whose previous value is not wanted (`atomic_add`, `atomic_set`, …):
+    /// like a blocking put, it may reach the target after it returns, until the next fence or
+    /// quiet on `q`. The default performs it as [`Transport::atomic`].
+    ///
+    /// # Safety
+    ///
+    /// The data-path preconditions of the trait documentation.
+    unsafe fn atomic_post(
+        &self,
+        q: &Self::Queue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+    ) -> Result<(), TransportError> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.atomic(q, pe, offset, width, op) }.map(drop)
     }
     /// Non-blocking [`Transport::atomic`]: the previous value is written to `fetch` (`width`
     /// bytes, native byte order) by the time the next `quiet` on `q` returns; `fetch` may be null

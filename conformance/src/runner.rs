@@ -256,6 +256,11 @@ fn judge(case: &Case, report: &JobReport) -> Result<(), String> {
 
 fn describe(why: &str, report: &JobReport) -> String {
     let mut s = format!("{why}\n");
+    if let Some(seed) = report.strict_seed {
+        s.push_str(&format!(
+            "  strict completion mode: replay with SHMEM_SIM_STRICT_SEED={seed}\n"
+        ));
+    }
     for p in &report.pes {
         s.push_str(&format!("  {p}\n"));
     }

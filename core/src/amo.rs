@@ -118,6 +118,24 @@ impl<T: AmoType> SymElem<'_, T> {
         Ok(T::from_bits(old))
     }
 
+    /// A blocking atomic whose previous value is not wanted: it may reach `pe` after it
+    /// returns, until the next fence or quiet of the context (as a blocking put).
+    #[inline(always)]
+    fn amo_post(&self, pe: Pe, op: AmoOp) -> Result<()> {
+        self.ctx
+            .inst
+            .require(|c| c.host_atomics, "remote atomics issued by the host")?;
+        let pe = self.ctx.target(pe)?;
+        self.check_word(T::WIDTH)?;
+        // SAFETY: the PE and the aligned in-bounds word were checked above.
+        unsafe {
+            self.ctx
+                .inst
+                .fabric()
+                .atomic_post(self.ctx.queue(), pe, self.offset, T::WIDTH, op)
+        }
+    }
+
     /// The value of the element on `pe` (`shmem_atomic_fetch`).
     pub fn atomic_fetch(&self, pe: Pe) -> Result<T> {
         self.amo(pe, AmoOp::Fetch)
@@ -125,7 +143,7 @@ impl<T: AmoType> SymElem<'_, T> {
 
     /// Sets the element on `pe` (`shmem_atomic_set`).
     pub fn atomic_set(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo(pe, AmoOp::Set(value.to_bits())).map(|_| ())
+        self.amo_post(pe, AmoOp::Set(value.to_bits()))
     }
 
     /// Sets the element on `pe` and returns its previous value (`shmem_atomic_swap`).
@@ -154,7 +172,7 @@ impl<T: AmoStandard> SymElem<'_, T> {
 
     /// Adds one to the element on `pe` (`shmem_atomic_inc`).
     pub fn atomic_inc(&self, pe: Pe) -> Result<()> {
-        self.amo(pe, AmoOp::Add(1)).map(|_| ())
+        self.amo_post(pe, AmoOp::Add(1))
     }
 
     /// Adds `value` to the element on `pe` and returns its previous value
@@ -165,7 +183,7 @@ impl<T: AmoStandard> SymElem<'_, T> {
 
     /// Adds `value` to the element on `pe` (`shmem_atomic_add`).
     pub fn atomic_add(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo(pe, AmoOp::Add(value.to_bits())).map(|_| ())
+        self.amo_post(pe, AmoOp::Add(value.to_bits()))
     }
 }
 
@@ -177,7 +195,7 @@ impl<T: AmoBitwise> SymElem<'_, T> {
 
     /// Bitwise-ands the element on `pe` with `value`.
     pub fn atomic_and(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo(pe, AmoOp::And(value.to_bits())).map(|_| ())
+        self.amo_post(pe, AmoOp::And(value.to_bits()))
     }
 
     /// Bitwise-ors the element on `pe` with `value`; returns the previous value.
@@ -187,7 +205,7 @@ impl<T: AmoBitwise> SymElem<'_, T> {
 
     /// Bitwise-ors the element on `pe` with `value`.
     pub fn atomic_or(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo(pe, AmoOp::Or(value.to_bits())).map(|_| ())
+        self.amo_post(pe, AmoOp::Or(value.to_bits()))
     }
 
     /// Bitwise-xors the element on `pe` with `value`; returns the previous value.
@@ -197,7 +215,7 @@ impl<T: AmoBitwise> SymElem<'_, T> {
 
     /// Bitwise-xors the element on `pe` with `value`.
     pub fn atomic_xor(&self, value: T, pe: Pe) -> Result<()> {
-        self.amo(pe, AmoOp::Xor(value.to_bits())).map(|_| ())
+        self.amo_post(pe, AmoOp::Xor(value.to_bits()))
     }
 }
 

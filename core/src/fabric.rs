@@ -120,6 +120,11 @@ impl Fabric {
         on!(self, |t| Queue::Sim(t.new_queue()))
     }
 
+    /// A queue for the core's own protocols (see [`Transport::new_internal_queue`]).
+    pub(crate) fn new_internal_queue(&self) -> Queue {
+        on!(self, |t| Queue::Sim(t.new_internal_queue()))
+    }
+
     pub(crate) fn stream_queue(&self, stream: &Stream) -> Result<Queue> {
         match (self, stream) {
             (Fabric::Sim(t), Stream::Sim(s)) => Ok(Queue::Sim(t.stream_queue(s)?)),
@@ -260,6 +265,24 @@ impl Fabric {
         // SAFETY: forwarded.
         Ok(on!(self, q, |t, q| unsafe {
             t.atomic(q, pe, offset, width, op)
+        })?)
+    }
+
+    /// # Safety
+    ///
+    /// [`Transport::atomic_post`]'s.
+    #[inline(always)]
+    pub(crate) unsafe fn atomic_post(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        Ok(on!(self, q, |t, q| unsafe {
+            t.atomic_post(q, pe, offset, width, op)
         })?)
     }
 

@@ -182,7 +182,7 @@ impl Instance {
             heap,
             teams,
             queue: fabric.new_queue(),
-            sync_queue: fabric.new_queue(),
+            sync_queue: fabric.new_internal_queue(),
             devices: Mutex::new(Default::default()),
             caps: fabric.profile().caps,
             state: AtomicU8::new(LIVE),

@@ -15,6 +15,7 @@
 
 mod access;
 mod control;
+mod delivery;
 mod fd_exchange;
 pub mod launcher;
 mod segment;
@@ -24,6 +25,6 @@ mod strict;
 mod transport;
 mod wait;
 
-pub use settings::{SettingError, SimSettings, WaitPolicy};
+pub use settings::{SettingError, SimSettings, WaitPolicy, strict_seed};
 pub use stream::Stream;
 pub use transport::{SimQueue, SimTransport};

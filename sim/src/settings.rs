@@ -88,13 +88,25 @@ impl WaitPolicy {
 pub struct SimSettings {
     /// The wait policy.
     pub wait_policy: WaitPolicy,
-    /// Strict completion mode: non-blocking operations complete as late as the specification
-    /// allows (at quiet, or at random earlier points that respect fences).
+    /// Strict completion mode: operations complete as late, and in as hostile an order, as
+    /// the specification allows (non-blocking ones at quiet; blocking ones, where the profile
+    /// allows relaxed completion, eventually, the last issued of an epoch first).
     pub strict: bool,
-    /// The seed of the strict mode's random choices; `None` picks one.
+    /// The seed of the strict mode's random choices; `None` picks one per process, which
+    /// [`strict_seed`] returns.
     pub strict_seed: Option<u64>,
     /// The probability that issuing a non-blocking operation completes one earlier one.
     pub strict_early: f64,
+}
+
+/// The seed of the strict mode's random choices in this process: `SHMEM_SIM_STRICT_SEED`, or one
+/// picked at random the first time it is asked for (the same for every queue of the process).
+/// A failure seen in strict mode replays with the same seed (the launcher picks one for a job
+/// and names it when the job fails).
+pub fn strict_seed(s: &SimSettings) -> u64 {
+    static PICKED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    s.strict_seed
+        .unwrap_or_else(|| *PICKED.get_or_init(rand::random))
 }
 
 impl Default for SimSettings {

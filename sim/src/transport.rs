@@ -12,6 +12,7 @@ use shmem_backend::{
 
 use crate::access;
 use crate::control::Control;
+use crate::delivery::{self, Strict};
 use crate::fd_exchange::share_objects;
 use crate::segment::{Geometry, LocalObject, Segments};
 use crate::settings::{SimSettings, WaitPhases, local_pes, usable_cpus};
@@ -101,7 +102,8 @@ pub struct SimQueue {
 
 #[derive(Debug)]
 enum Kind {
-    Plain(Option<Mutex<StrictQueue>>),
+    /// Outside strict mode, `None`: every operation completes when it is issued.
+    Plain(Option<Arc<Strict>>),
     Stream(Stream),
 }
 
@@ -212,11 +214,6 @@ struct FetchPtr(*mut u8);
 // SAFETY: the non-blocking atomic's contract keeps the address valid and untouched until the
 // stream is synchronised; only the stream's worker writes it.
 unsafe impl Send for FetchPtr {}
-
-fn lock(m: &Mutex<StrictQueue>) -> std::sync::MutexGuard<'_, StrictQueue> {
-    // A panic while holding the queue cannot leave it inconsistent enough to matter: continue.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 impl SimTransport {
     /// Opens the segment with explicit settings instead of the environment's.
@@ -353,7 +350,7 @@ impl SimTransport {
     }
 
     /// Performs a validated operation now.
-    fn execute(&self, op: Deferred) {
+    pub(crate) fn execute(&self, op: Deferred) {
         match op {
             Deferred::Put {
                 pe,
@@ -361,10 +358,14 @@ impl SimTransport {
                 src,
                 len,
                 signal,
+                owned,
             } => {
-                // SAFETY: `dst` lies in `pe`'s mapping and `src` is readable (the issuing call's
-                // contract).
-                unsafe { access::copy(dst, src, len) };
+                if len > 0 {
+                    // SAFETY: `dst` lies in `pe`'s mapping and `src` is readable (the issuing
+                    // call's contract, or `owned`, which `src` points into).
+                    unsafe { access::copy(dst, src, len) };
+                }
+                drop(owned);
                 let off = dst as usize - self.slot(pe) as usize;
                 match signal {
                     None => self.notify(pe, off, len),
@@ -397,30 +398,80 @@ impl SimTransport {
         }
     }
 
-    /// Before a blocking update or atomic on a plain queue, in strict mode: completes what an
-    /// earlier fence ordered ahead of it.
+    /// Before a blocking update or atomic performed at once on a plain queue, in strict mode:
+    /// completes what an earlier fence ordered ahead of it.
     #[inline]
-    fn before_blocking(&self, strict: &Option<Mutex<StrictQueue>>, pe: Pe) {
-        if let Some(m) = strict {
-            self.complete_fenced(m, pe);
+    fn before_blocking(&self, strict: &Option<Arc<Strict>>, pe: Pe) {
+        if let Some(st) = strict {
+            self.complete_fenced(st, pe);
         }
     }
 
     #[cold]
-    fn complete_fenced(&self, m: &Mutex<StrictQueue>, pe: Pe) {
-        lock(m).complete_fenced(pe, &mut |d| self.execute(d));
+    fn complete_fenced(&self, st: &Strict, pe: Pe) {
+        st.lock().complete_fenced(pe, &mut |d| self.execute(d));
+    }
+
+    /// Before a read from `pe` on a plain queue, in strict mode: completes every operation held
+    /// for `pe`, so that a PE reads its own writes.
+    #[inline]
+    fn before_read(&self, strict: &Option<Arc<Strict>>, pe: Pe) {
+        if let Some(st) = strict {
+            self.complete_to(st, pe);
+        }
+    }
+
+    #[cold]
+    fn complete_to(&self, st: &Strict, pe: Pe) {
+        st.lock().complete_to(pe, &mut |d| self.execute(d));
+    }
+
+    /// The strict queue, when it holds blocking operations to `pe` back: not to this PE
+    /// itself, where a put is a local copy that every implementation completes at once (and
+    /// that programs use as one, before a collective reads the data).
+    #[inline]
+    fn holding(&self, strict: &Option<Arc<Strict>>, pe: Pe) -> Option<Arc<Strict>> {
+        strict
+            .as_ref()
+            .filter(|st| st.hold_blocking && pe != self.my_pe)
+            .cloned()
+    }
+
+    /// Holds blocking `op` to `pe` (strict mode with relaxed completion).
+    #[cold]
+    fn hold_blocking(&self, st: &Strict, pe: Pe, op: Deferred) {
+        st.lock().push_blocking(pe, op, &mut |d| self.execute(d));
+        delivery::kick();
+    }
+
+    /// A held copy of a blocking put's source: the caller may reuse its buffer at return.
+    fn owned_put(&self, pe: Pe, dst: usize, src: &Local<'_>, signal: Option<Signal>) -> Deferred {
+        // SAFETY: `src` is readable for its length (the data-path preconditions).
+        let bytes: Box<[u8]> =
+            unsafe { std::slice::from_raw_parts(self.src_ptr(src), src.len()) }.into();
+        Deferred::Put {
+            pe,
+            dst: self.at(pe, dst),
+            src: bytes.as_ptr(),
+            len: bytes.len(),
+            signal,
+            owned: Some(bytes),
+        }
     }
 
     /// A blocking put (with a signal) on a plain queue.
     #[inline]
     fn put_now(
         &self,
-        strict: &Option<Mutex<StrictQueue>>,
+        strict: &Option<Arc<Strict>>,
         pe: Pe,
         dst: usize,
         src: &Local<'_>,
         signal: Option<Signal>,
     ) {
+        if let Some(st) = self.holding(strict, pe) {
+            return self.hold_blocking(&st, pe, self.owned_put(pe, dst, src, signal));
+        }
         self.before_blocking(strict, pe);
         let len = src.len();
         // SAFETY: `dst..dst+len` lies in `pe`'s segment and `src` is readable (the data-path
@@ -450,10 +501,10 @@ impl SimTransport {
 
     /// A non-blocking operation on a plain queue: performed now, or held in strict mode.
     #[inline]
-    fn issue(&self, strict: &Option<Mutex<StrictQueue>>, pe: Pe, op: Deferred) {
+    fn issue(&self, strict: &Option<Arc<Strict>>, pe: Pe, op: Deferred) {
         match strict {
             None => self.execute(op),
-            Some(m) => lock(m).push(pe, op, &mut |d| self.execute(d)),
+            Some(st) => st.lock().push(pe, op, &mut |d| self.execute(d)),
         }
     }
 
@@ -464,6 +515,32 @@ impl SimTransport {
             src: self.src_ptr(src),
             len: src.len(),
             signal,
+            owned: None,
+        }
+    }
+
+    /// A plain queue: in strict mode with its queue of held operations, which holds blocking
+    /// operations too unless `internal` (the core's own protocols) or the profile wants each
+    /// call complete before the next (CANN's host stream order).
+    fn plain_queue(&self, internal: bool) -> SimQueue {
+        let s = &self.shared.settings;
+        let strict = s.strict.then(|| {
+            let n = self.shared.next_queue.fetch_add(1, Ordering::Relaxed);
+            let seed = crate::settings::strict_seed(s) ^ (u64::from(self.my_pe) << 32) ^ n;
+            tracing::debug!(pe = self.my_pe, seed, "strict completion queue");
+            let hold_blocking = !internal && self.shared.profile.caps.relaxed_completion;
+            let st = Arc::new(Strict {
+                queue: Mutex::new(StrictQueue::new(seed, s.strict_early)),
+                hold_blocking,
+                transport: self.clone(),
+            });
+            if hold_blocking {
+                delivery::enlist(&st);
+            }
+            st
+        });
+        SimQueue {
+            kind: Kind::Plain(strict),
         }
     }
 }
@@ -508,19 +585,11 @@ impl Transport for SimTransport {
     }
 
     fn new_queue(&self) -> SimQueue {
-        let s = &self.shared.settings;
-        let strict = s.strict.then(|| {
-            let n = self.shared.next_queue.fetch_add(1, Ordering::Relaxed);
-            let seed = match s.strict_seed {
-                Some(seed) => seed ^ (u64::from(self.my_pe) << 32) ^ n,
-                None => rand::random(),
-            };
-            tracing::debug!(pe = self.my_pe, seed, "strict completion queue");
-            Mutex::new(StrictQueue::new(seed, s.strict_early))
-        });
-        SimQueue {
-            kind: Kind::Plain(strict),
-        }
+        self.plain_queue(false)
+    }
+
+    fn new_internal_queue(&self) -> SimQueue {
+        self.plain_queue(true)
     }
 
     fn stream_queue(&self, stream: &Stream) -> Result<SimQueue, TransportError> {
@@ -569,7 +638,8 @@ impl Transport for SimTransport {
         mut dst: LocalMut<'_>,
     ) -> Result<(), TransportError> {
         match &q.kind {
-            Kind::Plain(_) => {
+            Kind::Plain(strict) => {
+                self.before_read(strict, pe);
                 // SAFETY: `src..src+len` lies in `pe`'s segment and `dst` is writable (the
                 // data-path preconditions).
                 unsafe { access::copy(self.dst_ptr(&mut dst), self.at(pe, src), dst.len()) };
@@ -672,6 +742,22 @@ impl Transport for SimTransport {
                 return Ok(());
             }
         };
+        if let Some(st) = self.holding(strict, pe) {
+            for i in 0..nelems {
+                let (d, s) = (
+                    dst.first as isize + i as isize * dst.stride,
+                    src_layout.first as isize + i as isize * src_layout.stride,
+                );
+                // SAFETY: both spans were checked by the core, so every element lies inside its
+                // segment or buffer.
+                let elem = unsafe { self.src_ptr(&src).offset(s) };
+                // SAFETY: as above.
+                let one = Local::Host(unsafe { std::slice::from_raw_parts(elem, elem_size) });
+                let op = self.owned_put(pe, d as usize, &one, None);
+                self.hold_blocking(&st, pe, op);
+            }
+            return Ok(());
+        }
         self.before_blocking(strict, pe);
         let (to, from) = (self.at(pe, dst.first), self.src_ptr(&src));
         for i in 0..nelems as isize {
@@ -722,6 +808,9 @@ impl Transport for SimTransport {
             s.enqueue(task);
             return Ok(());
         }
+        if let Kind::Plain(strict) = &q.kind {
+            self.before_read(strict, pe);
+        }
         let (from, to) = (self.at(pe, src.first), self.dst_ptr(&mut dst));
         for i in 0..nelems as isize {
             // SAFETY: both spans were checked by the core, so every element lies inside its
@@ -771,10 +860,10 @@ impl Transport for SimTransport {
     ) -> Result<u64, TransportError> {
         match &q.kind {
             Kind::Plain(strict) => {
-                // Fence orders every blocking atomic behind the operations before it, the
-                // fetch-only ones included (OpenSHMEM's ordering table lists blocking AMOs as
+                // A fetching atomic reads `pe`: everything held for it completes first, which
+                // also keeps fence order (OpenSHMEM's ordering table lists blocking AMOs as
                 // fenced).
-                self.before_blocking(strict, pe);
+                self.before_read(strict, pe);
                 // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
                 let old = unsafe { access::amo(self.at(pe, offset), width, op) };
                 if op.writes() {
@@ -794,6 +883,45 @@ impl Transport for SimTransport {
                 rx.recv().map_err(|_| {
                     TransportError::Attach("a stream atomic ended without a result".into())
                 })
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn atomic_post(
+        &self,
+        q: &SimQueue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+    ) -> Result<(), TransportError> {
+        match &q.kind {
+            Kind::Plain(strict) => {
+                if let Some(st) = self.holding(strict, pe) {
+                    let held = Deferred::Amo {
+                        pe,
+                        offset,
+                        width,
+                        op,
+                        fetch: std::ptr::null_mut(),
+                    };
+                    self.hold_blocking(&st, pe, held);
+                    return Ok(());
+                }
+                self.before_blocking(strict, pe);
+                // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
+                unsafe { access::amo(self.at(pe, offset), width, op) };
+                if op.writes() {
+                    self.control(pe).notify_rmw(offset, width.bytes());
+                }
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let t = self.clone();
+                // SAFETY: validated by the core.
+                s.enqueue(move || unsafe { t.atomic_post(&IMMEDIATE, pe, offset, width, op) });
+                Ok(())
             }
         }
     }
@@ -835,6 +963,18 @@ impl Transport for SimTransport {
     unsafe fn signal(&self, q: &SimQueue, pe: Pe, sig: Signal) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(strict) => {
+                if let Some(st) = self.holding(strict, pe) {
+                    let held = Deferred::Put {
+                        pe,
+                        dst: self.at(pe, sig.offset),
+                        src: std::ptr::null(),
+                        len: 0,
+                        signal: Some(sig),
+                        owned: None,
+                    };
+                    self.hold_blocking(&st, pe, held);
+                    return Ok(());
+                }
                 self.before_blocking(strict, pe);
                 // SAFETY: an aligned signal word inside `pe`'s segment (checked by the core).
                 let rmw = unsafe {
@@ -906,7 +1046,7 @@ impl Transport for SimTransport {
     fn fence(&self, q: &SimQueue) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(None) => fence(Ordering::Release),
-            Kind::Plain(Some(m)) => lock(m).fence(),
+            Kind::Plain(Some(st)) => st.lock().fence(),
             // A stream runs its work in order: it is fenced already.
             Kind::Stream(_) => {}
         }
@@ -917,8 +1057,8 @@ impl Transport for SimTransport {
     fn quiet(&self, q: &SimQueue) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(strict) => {
-                if let Some(m) = strict {
-                    lock(m).complete_all(&mut |d| self.execute(d));
+                if let Some(st) = strict {
+                    st.lock().complete_all(&mut |d| self.execute(d));
                 }
                 fence(Ordering::SeqCst);
                 Ok(())

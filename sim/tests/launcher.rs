@@ -746,3 +746,46 @@ fn keep_going_lets_the_survivors_finish() {
         report.failure
     );
 }
+
+#[test]
+fn strict_mode_jobs_get_one_seed_and_a_failure_names_it() {
+    let report = sh(2, "echo \"$SHMEM_SIM_STRICT_SEED\"; exit $SHMEMRUN_PE")
+        .env("SHMEM_SIM_STRICT", "1")
+        .output(Output::Capture)
+        .run()
+        .expect("the job starts");
+    let seed = report.strict_seed.expect("a strict job has a seed");
+    for o in &report.outputs {
+        assert_eq!(
+            o.stdout_text().trim(),
+            seed.to_string(),
+            "PE {} got another seed",
+            o.pe
+        );
+    }
+    assert!(!report.success());
+    // A seed the user gives is the job's, and a job not in strict mode has none.
+    let given = sh(1, "exit 0")
+        .env("SHMEM_SIM_STRICT", "on")
+        .env("SHMEM_SIM_STRICT_SEED", "42")
+        .run()
+        .expect("the job starts");
+    assert_eq!(given.strict_seed, Some(42));
+    let relaxed = sh(1, "exit 0")
+        .env("SHMEM_SIM_STRICT", "0")
+        .run()
+        .expect("the job starts");
+    assert_eq!(relaxed.strict_seed, None);
+    // shmemrun prints the seed of a failed strict job.
+    let out = Command::new(SHMEMRUN)
+        .args(["-n", "1", "--", "/bin/sh", "-c", "exit 3"])
+        .env("SHMEM_SIM_STRICT", "1")
+        .env("SHMEM_SIM_STRICT_SEED", "7")
+        .output()
+        .expect("shmemrun runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ERROR") && err.contains("SHMEM_SIM_STRICT_SEED=7"),
+        "{err}"
+    );
+}

@@ -212,7 +212,9 @@ fn nostore(inst: &Instance) -> Outcome {
     let sig = inst.calloc::<u64>(1)?;
     let c = inst.ctx_create(CtxOptions::NOSTORE)?;
     let view = buf.as_slice().on(&c);
+    // Updates of one word are ordered by fences (strict mode reorders unfenced ones).
     view.put(&[1, 2, 3, 4], peer)?;
+    c.fence()?;
     buf.elem(0).on(&c).atomic_add(10, peer)?;
     view.slice(1..2)
         .put_signal(&[20], sig.elem(0), 1, SignalOp::Add, peer)?;

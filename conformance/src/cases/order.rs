@@ -17,7 +17,98 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("order::strict_mode_catches_a_missing_quiet", missing_quiet)
             .pes(&[2])
             .env(&[("SHMEM_SIM_STRICT_EARLY", "0")]),
+        Case::new("order::missing_fence_before_a_put_flag", |c| {
+            missing_fence(c, Flag::Put)
+        })
+        .pes(&[2]),
+        Case::new("order::missing_fence_before_a_p_flag", |c| {
+            missing_fence(c, Flag::P)
+        })
+        .pes(&[2]),
+        Case::new("order::missing_fence_before_an_amo_flag", |c| {
+            missing_fence(c, Flag::Amo)
+        })
+        .pes(&[2]),
+        Case::new("order::missing_fence_before_a_signal_flag", |c| {
+            missing_fence(c, Flag::Signal)
+        })
+        .pes(&[2]),
+        Case::new("order::cann_profile_keeps_host_stream_order", |c| {
+            flag_rounds(c, Flag::P, false).and_then(|stale| {
+                check_eq!(stale, 0, "a CANN host call completed after the next one");
+                Ok(())
+            })
+        })
+        .pes(&[2])
+        .env(&[("SHMEM_PROFILE", "cann")]),
     ]
+}
+
+/// How the writer raises the flag after its blocking put of the data.
+#[derive(Clone, Copy, Debug)]
+enum Flag {
+    Put,
+    P,
+    Amo,
+    Signal,
+}
+
+/// The most common ordering bug: a blocking put of the data, then a flag, with no fence
+/// between them; the reader waits for the flag and reads the data. OpenSHMEM does not order
+/// the two without a fence, and strict mode delivers the flag first: some round must see
+/// stale data. With the fence, no round may.
+fn missing_fence(ctx: &Ctx, flag: Flag) -> Outcome {
+    let stale = flag_rounds(ctx, flag, false)?;
+    check!(
+        ctx.pe != 1 || stale > 0,
+        "strict mode never delivered the unfenced flag ({flag:?}) before the data"
+    );
+    let stale = flag_rounds(ctx, flag, true)?;
+    check_eq!(stale, 0, "a fenced flag ({flag:?}) overtook the data");
+    Ok(())
+}
+
+/// Runs the data-then-flag rounds from PE 0 to PE 1 and returns, on PE 1, how many rounds saw
+/// the flag before the data (0 on PE 0).
+fn flag_rounds(ctx: &Ctx, flag: Flag, fenced: bool) -> Result<u32, Failure> {
+    const ROUNDS: u64 = 8;
+    let inst = ctx.world()?;
+    let data = inst.calloc::<u64>(16)?;
+    let word = inst.calloc::<u64>(1)?;
+    let ack = inst.calloc::<u64>(1)?;
+    let mut stale = 0;
+    for r in 1..=ROUNDS {
+        if ctx.pe == 0 {
+            data.as_slice().put(&[r; 16], 1)?;
+            if fenced {
+                inst.fence()?;
+            }
+            match flag {
+                Flag::Put => word.as_slice().put(&[r], 1)?,
+                Flag::P => word.as_slice().p(0, r, 1)?,
+                Flag::Amo => word.elem(0).atomic_set(r, 1)?,
+                Flag::Signal => word.elem(0).signal_op(r, shmem::SignalOp::Set, 1)?,
+            }
+            // No quiet until the reader has looked: it acknowledges each round.
+            ack.elem(0).wait_until(shmem::Cmp::Ge, r)?;
+        } else if ctx.pe == 1 {
+            word.elem(0).wait_until(shmem::Cmp::Ge, r)?;
+            if data.as_slice().to_vec(1)? != [r; 16] {
+                stale += 1;
+            }
+            ack.elem(0)
+                .atomic_set(r, 0)
+                .or_else(|_| ack.as_slice().p(0, r, 0))?;
+        }
+    }
+    inst.barrier_all()?;
+    // Fenced, the rounds' puts of the data arrive in order; unfenced they may not (strict
+    // mode reorders puts to one address too).
+    if fenced && ctx.pe == 1 {
+        check_eq!(data.as_slice().to_vec(1)?, [ROUNDS; 16]);
+    }
+    inst.finalize()?;
+    Ok(stale)
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -240,8 +240,11 @@ fn sets_with_status(_ctx: &Ctx, inst: &Instance) -> Outcome {
             // The right neighbour has checked the previous step.
             ack.elem(0).wait_until(Cmp::Ge, step - 1)?;
         }
+        // In order: each write is fenced ahead of the next (OpenSHMEM orders puts to a PE
+        // only by fence or quiet, and strict mode delivers unfenced ones in any order).
         for &(i, v) in writes {
             iv.p(i, v, right)?;
+            inst.fence()?;
         }
         Ok(())
     };

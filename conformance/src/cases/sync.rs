@@ -85,8 +85,9 @@ fn sync_all(ctx: &Ctx) -> Outcome {
     let inst = ctx.world()?;
     let v = inst.calloc::<u32>(1)?;
     for round in 1..=ctx.iters(20, 200) as u32 {
-        // Blocking puts complete at once; sync_all orders them.
+        // sync_all does not complete operations (OpenSHMEM): quiet first, then synchronise.
         v.as_slice().p(0, round, (ctx.pe + 1) % ctx.n_pes)?;
+        inst.quiet()?;
         inst.sync_all()?;
         check_eq!(v.as_slice().g(0, ctx.pe)?, round);
         inst.sync_all()?;

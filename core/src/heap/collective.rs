@@ -117,6 +117,9 @@ impl Instance {
         zero: bool,
     ) -> Result<u64> {
         self.check_live()?;
+        // OpenSHMEM's allocation routines begin with a barrier_all: the default context's
+        // operations complete first (held puts must not land in a block reused meanwhile).
+        self.fabric().quiet(&self.inner.queue)?;
         let heap = &self.inner.heap;
         let local = heap.allocate(size, align);
         if let Ok(off) = local
@@ -224,6 +227,7 @@ impl Instance {
     /// Collectively releases the block at heap offset `off`, for the user's `call`.
     fn free_as(&self, call: HeapCall, off: u64) -> Result<()> {
         self.check_live()?;
+        self.fabric().quiet(&self.inner.queue)?;
         exchange(self, call, 0, off)?;
         self.inner
             .heap

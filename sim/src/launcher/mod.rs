@@ -410,6 +410,9 @@ pub struct JobReport {
     pub elapsed: Duration,
     /// From the stop event until the last PE was reaped, if the launcher stopped the job.
     pub stop_duration: Option<Duration>,
+    /// The seed of the strict completion mode, when the PEs ran in it: with
+    /// `SHMEM_SIM_STRICT_SEED` set to it, a run replays the same choices.
+    pub strict_seed: Option<u64>,
 }
 
 impl JobReport {

@@ -33,6 +33,8 @@ pub(super) struct Shared<'a> {
     pub(super) control_w: BorrowedFd<'a>,
     /// The listening bootstrap socket for PE 0 (close-on-exec in the launcher).
     pub(super) bootstrap_fd: BorrowedFd<'a>,
+    /// The strict mode's seed the launcher picked for every PE, if it picked one.
+    pub(super) strict_seed: Option<u64>,
 }
 
 /// A PE just started.
@@ -50,6 +52,29 @@ pub(super) fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
         return Ok(fd);
     }
     Ok(rustix::io::fcntl_dupfd_cloexec(&fd, 3)?)
+}
+
+/// The variable of the strict mode's seed.
+pub(super) const STRICT_SEED: &str = "SHMEM_SIM_STRICT_SEED";
+
+/// The strict mode's seed of the job, when its PEs run in strict mode: the job's (or this
+/// process's) `SHMEM_SIM_STRICT_SEED`, else one picked here, which the returned flag says the
+/// PEs must be given. A failed job names it, so that the run can be replayed.
+pub(super) fn strict_seed(job: &Job) -> Option<(u64, bool)> {
+    let lookup = |key: &str| -> Option<String> {
+        match job.env.iter().rev().find(|(k, _)| k == key) {
+            Some((_, value)) => value.as_ref().map(|v| v.to_string_lossy().into_owned()),
+            None => std::env::var(key).ok(),
+        }
+    };
+    let settings = crate::SimSettings::from_lookup(lookup).ok()?;
+    if !settings.strict {
+        return None;
+    }
+    Some(match settings.strict_seed {
+        Some(seed) => (seed, false),
+        None => (rand::random(), true),
+    })
 }
 
 /// Starts PE `pe`.
@@ -84,6 +109,9 @@ pub(super) fn spawn_pe(shared: &Shared<'_>, pe: u32) -> Result<Started, LaunchEr
         .env(env::CONTROL_FD, CONTROL_FD_NUMBER.to_string());
     if pe == 0 {
         cmd.env(env::BOOTSTRAP_FD, BOOTSTRAP_FD_NUMBER.to_string());
+    }
+    if let Some(seed) = shared.strict_seed {
+        cmd.env(STRICT_SEED, seed.to_string());
     }
 
     cmd.stdin(if pe == 0 {

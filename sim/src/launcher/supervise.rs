@@ -84,7 +84,9 @@ pub(super) fn run(job: &Job) -> Result<JobReport, LaunchError> {
         None
     };
 
+    let strict = spawn::strict_seed(job);
     let shared = Shared {
+        strict_seed: strict.filter(|&(_, picked)| picked).map(|(seed, _)| seed),
         job,
         program: &program,
         bootstrap_url: format!("{}{addr}", env::BOOTSTRAP_SCHEME),
@@ -144,7 +146,22 @@ pub(super) fn run(job: &Job) -> Result<JobReport, LaunchError> {
         failure: None,
         first_failure: None,
     };
-    Ok(supervisor.supervise())
+    let mut report = supervisor.supervise();
+    report.strict_seed = strict.map(|(seed, _)| seed);
+    if let Some((seed, _)) = strict
+        && !report.success()
+    {
+        // A failure in strict mode may depend on the order it chose: name the seed.
+        tracing::error!("the job ran in strict mode with SHMEM_SIM_STRICT_SEED={seed}");
+        if !job.quiet {
+            let mut err = io::stderr().lock();
+            let _ = writeln!(
+                err,
+                "shmemrun: ERROR the job ran in strict completion mode; replay its order with SHMEM_SIM_STRICT_SEED={seed}"
+            );
+        }
+    }
+    Ok(report)
 }
 
 /// The `PATH` the PEs will see (the job's setting, else the launcher's).
@@ -569,6 +586,7 @@ impl Supervisor<'_> {
                 .stopping
                 .as_ref()
                 .map(|s| reaped_at.saturating_duration_since(s.at)),
+            strict_seed: None,
         }
     }
 
