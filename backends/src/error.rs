@@ -62,6 +62,13 @@ pub enum TransportError {
         /// How it was detected.
         detail: String,
     },
+    /// The core ended the wait: instance `instance` was finalised (by another thread) while
+    /// this one waited.
+    #[error("instance {instance} was finalized while this PE waited")]
+    Finalized {
+        /// The instance.
+        instance: u64,
+    },
     /// The whole job is ending: PE `pe` called `global_exit(status)`.
     #[error("the job is ending: PE {pe} called global_exit({status})")]
     JobEnding {

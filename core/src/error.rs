@@ -170,6 +170,9 @@ impl From<TransportError> for Error {
             TransportError::Timeout { what, seconds } => Error::Timeout { what, seconds },
             TransportError::PeerLost { pe, detail } => Error::PeerLost { pe, detail },
             TransportError::JobEnding { pe, status } => Error::JobEnding { pe, status },
+            TransportError::Finalized { instance } => Error::NotInitialized {
+                instance_id: instance,
+            },
             TransportError::Unsupported { .. } => Error::NotSupported(e.to_string()),
             other => Error::Transport(other),
         }

@@ -1,11 +1,9 @@
 //! [`Instance`]: one SHMEM instance, owning its bootstrap, transport, heap and teams.
 
-use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use shmem_backend::{Capabilities, Exchange, Pe, SegmentSpec, TransportError, Watchdog};
+use shmem_backend::{Capabilities, Exchange, Pe, SegmentSpec, TransportError};
 
 use crate::attr::{Attributes, Backend};
 use crate::bootstrap::{self, Bootstrap};
@@ -15,11 +13,13 @@ use crate::heap::Heap;
 use crate::registry::{Claim, Registry};
 use crate::settings;
 use crate::team::state::{MAX_TEAMS, SCRATCH_PER_TEAM, Teams};
+use crate::watchdog::InstanceWatchdog;
 
 /// This process's live instances, by id.
 static INSTANCES: Registry<Inner> = Registry::new();
 
-const LIVE: u8 = 1;
+/// The instance is usable.
+pub(crate) const LIVE: u8 = 1;
 const FINALIZED: u8 = 2;
 
 /// The state of one instance, shared by every handle to it.
@@ -39,7 +39,9 @@ pub(crate) struct Inner {
     pub(crate) caps: Capabilities,
     /// Device memory registered with the instance: start address and length, by start.
     pub(crate) devices: Mutex<std::collections::BTreeMap<u64, usize>>,
-    state: AtomicU8,
+    /// `LIVE` or `FINALIZED`; shared with the instance's watchdog, which ends the waits of
+    /// other threads when the instance is finalised.
+    state: Arc<AtomicU8>,
     // Declared last: dropped after everything that might still use the mappings. Shared, so
     // that work on streams (and kernels on simulated cores) can reach it.
     pub(crate) fabric: Arc<Fabric>,
@@ -95,26 +97,6 @@ impl Exchange for BootExchange<'_> {
     }
 }
 
-/// What every wait of an instance's transport consults: the bootstrap's news of dead peers and
-/// of the job ending, and `SHMEM_TIMEOUT`.
-struct InstanceWatchdog {
-    boot: Arc<dyn Bootstrap>,
-    timeout: Option<Duration>,
-}
-
-impl Watchdog for InstanceWatchdog {
-    fn check(&self, waited: Duration, what: &dyn fmt::Display) -> Result<(), TransportError> {
-        self.boot.check_alive().map_err(TransportError::from)?;
-        match self.timeout {
-            Some(t) if waited >= t => Err(TransportError::Timeout {
-                what: what.to_string(),
-                seconds: waited.as_secs_f64(),
-            }),
-            _ => Ok(()),
-        }
-    }
-}
-
 /// When another PE ended the job with `global_exit(status)`, this PE ends too, with that
 /// status, as OpenSHMEM specifies.
 pub(crate) fn exit_if_job_ended(e: &Error) {
@@ -141,6 +123,7 @@ impl Instance {
         let backend = Backend::choose(attrs.backend)?;
         let caps = settings::capabilities()?;
         let timeout = settings::wait_timeout()?;
+        let hang_report = settings::hang_report()?;
         let heap_size = attrs.heap_size();
         // The heap, then the teams' collective scratch areas (never addressable by users).
         let size = usize::try_from(heap_size)
@@ -152,6 +135,7 @@ impl Instance {
         let claim: Claim<'_, Inner> = INSTANCES.claim(attrs.instance_id)?;
         let (my_pe, n_pes) = (attrs.my_pe, attrs.n_pes);
         let boot: Arc<dyn Bootstrap> = bootstrap::join(attrs)?.into();
+        let state = Arc::new(AtomicU8::new(LIVE));
         let spec = SegmentSpec {
             my_pe,
             n_pes,
@@ -162,6 +146,10 @@ impl Instance {
             watchdog: Arc::new(InstanceWatchdog {
                 boot: boot.clone(),
                 timeout,
+                hang_report,
+                state: state.clone(),
+                instance: attrs.instance_id,
+                my_pe,
             }),
         };
         // The transport returns once every PE has attached every segment: from then on the
@@ -185,7 +173,7 @@ impl Instance {
             sync_queue: fabric.new_internal_queue(),
             devices: Mutex::new(Default::default()),
             caps: fabric.profile().caps,
-            state: AtomicU8::new(LIVE),
+            state,
             boot,
             fabric: Arc::new(fabric),
         });
@@ -323,7 +311,8 @@ impl Instance {
     pub fn barrier_all(&self) -> Result<()> {
         self.check_live()?;
         self.fabric().quiet(&self.inner.queue)?;
-        self.team_world().sync()
+        self.team_world()
+            .run_barrier(&self.inner.sync_queue, "barrier_all")
     }
 
     /// Waits for every PE of the instance, without completing outstanding operations
@@ -331,7 +320,8 @@ impl Instance {
     /// that strict mode keeps held non-blocking operations pending across a sync.)
     pub fn sync_all(&self) -> Result<()> {
         self.check_live()?;
-        self.team_world().sync()
+        self.team_world()
+            .run_barrier(&self.inner.sync_queue, "sync_all")
     }
 
     /// The symmetric address of the start of this PE's heap (`aclshmemx_get_heap_base`): on

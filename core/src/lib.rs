@@ -44,6 +44,7 @@ mod settings;
 mod signal;
 mod sym;
 mod team;
+mod watchdog;
 
 pub use amo::{AmoBitwise, AmoStandard, AmoType};
 pub use attr::{

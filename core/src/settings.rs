@@ -2,7 +2,8 @@
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
-//! | `SHMEM_TIMEOUT` | seconds any blocking wait (barrier, wait_until, collective) may last before it fails with a timeout; `0` or `inf` waits without limit | 300 |
+//! | `SHMEM_TIMEOUT` | seconds any blocking wait (barrier, wait_until, collective, lock) may last before it fails with `TIMEOUT_ERROR`; `0` or `inf` waits without limit (dead peers are detected either way) | no limit |
+//! | `SHMEM_HANG_REPORT` | seconds after which a wait that goes on reports a suspected hang (one WARN line naming the call, the instance and team, and the PEs not arrived yet), then again at doubling intervals; `0` or `off` reports nothing | 30 |
 //! | `SHMEM_SYMMETRIC_SIZE` | the heap per PE for instances created from a launcher's environment (`Attributes::from_env`), in bytes with an optional `K`, `M` or `G` suffix; rounded up to 2 MiB | 256M |
 //! | `SHMEM_BACKEND` | `sim` or `hw` | `sim` |
 //! | `SHMEM_PROFILE` | `full`, or `cann`: the simulator behaves as the CANN transport's capabilities ([`Capabilities::CANN`]): remote atomics issued by the host (and the locks built on them) fail with `NOT_SUPPORTED` and `shmem_ptr` gives no host address, as on the hardware backend | `full` |
@@ -16,27 +17,42 @@ use shmem_backend::Capabilities;
 
 use crate::error::{Error, Result};
 
-/// The default `SHMEM_TIMEOUT`.
-pub(crate) const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default `SHMEM_HANG_REPORT`.
+pub(crate) const DEFAULT_HANG_REPORT: Duration = Duration::from_secs(30);
 /// The default `SHMEM_SYMMETRIC_SIZE`.
 pub(crate) const DEFAULT_SYMMETRIC_SIZE: u64 = 256 << 20;
 
-/// `SHMEM_TIMEOUT`: `None` waits forever.
+/// `SHMEM_TIMEOUT`: `None` (the default) waits as long as every peer is alive, as OpenSHMEM's
+/// and CANN's waits do.
 pub(crate) fn wait_timeout() -> Result<Option<Duration>> {
-    match std::env::var("SHMEM_TIMEOUT") {
-        Err(_) => Ok(Some(DEFAULT_WAIT_TIMEOUT)),
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "" => Ok(Some(DEFAULT_WAIT_TIMEOUT)),
-            "0" | "inf" | "infinite" | "none" => Ok(None),
-            s => s
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x > 0.0)
-                .map(|x| Some(Duration::from_secs_f64(x)))
-                .ok_or_else(|| {
-                    Error::InvalidValue(format!("SHMEM_TIMEOUT={v:?} is not a number of seconds"))
-                }),
-        },
+    seconds_or_off("SHMEM_TIMEOUT", std::env::var("SHMEM_TIMEOUT").ok(), None)
+}
+
+/// `SHMEM_HANG_REPORT`: when a wait first reports a suspected hang; `None` never.
+pub(crate) fn hang_report() -> Result<Option<Duration>> {
+    let v = std::env::var("SHMEM_HANG_REPORT").ok();
+    seconds_or_off("SHMEM_HANG_REPORT", v, Some(DEFAULT_HANG_REPORT))
+}
+
+/// A setting in seconds (fractions allowed): unset or empty gives `default`; `0`, `off`,
+/// `inf` or `none` give `None`.
+fn seconds_or_off(
+    name: &str,
+    value: Option<String>,
+    default: Option<Duration>,
+) -> Result<Option<Duration>> {
+    let Some(v) = value else {
+        return Ok(default);
+    };
+    match v.trim().to_ascii_lowercase().as_str() {
+        "" => Ok(default),
+        "0" | "off" | "inf" | "infinite" | "none" => Ok(None),
+        s => s
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .map(|x| Some(Duration::from_secs_f64(x)))
+            .ok_or_else(|| Error::InvalidValue(format!("{name}={v:?} is not a number of seconds"))),
     }
 }
 
@@ -87,6 +103,28 @@ pub(crate) fn capabilities() -> Result<Capabilities> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_parse_with_their_defaults() {
+        let secs = |v: Option<&str>, d| seconds_or_off("X", v.map(String::from), d);
+        assert_eq!(
+            secs(None, None).unwrap(),
+            None,
+            "no timeout unless asked for"
+        );
+        assert_eq!(
+            secs(Some(""), Some(DEFAULT_HANG_REPORT)).unwrap(),
+            Some(DEFAULT_HANG_REPORT)
+        );
+        assert_eq!(
+            secs(Some("1.5"), None).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+        for off in ["0", "off", "inf", "none"] {
+            assert_eq!(secs(Some(off), Some(DEFAULT_HANG_REPORT)).unwrap(), None);
+        }
+        assert!(secs(Some("-3"), None).is_err() && secs(Some("soon"), None).is_err());
+    }
 
     #[test]
     fn sizes_parse() {

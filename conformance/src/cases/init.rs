@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use shmem::{Attributes, Code, Instance, engine};
 
+use crate::cases::{capture_log, logged};
 use crate::{Case, Ctx, Expect, Failure, MULTI_PES, Outcome, check, check_code, check_eq};
 
 pub(crate) fn cases() -> Vec<Case> {
@@ -174,34 +175,10 @@ fn repeat_init(ctx: &Ctx) -> Outcome {
     Ok(())
 }
 
-/// What the program's `tracing` subscriber received.
-static LOGGED: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
-
-struct Captured;
-
-impl std::io::Write for Captured {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        LOGGED.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn logged() -> String {
-    String::from_utf8_lossy(&std::mem::take(&mut *LOGGED.lock().unwrap())).into_owned()
-}
-
 /// A duplicate id through the Rust API is a typed error and logs nothing (the program decides
 /// what to report); through the CANN layer it logs CANN's warning, as CANN does.
 fn duplicate_silent(ctx: &Ctx) -> Outcome {
-    tracing_subscriber::fmt()
-        .with_writer(|| Captured)
-        .with_ansi(false)
-        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
-        .try_init()
-        .map_err(|e| Failure(format!("installing the capturing subscriber: {e}")))?;
+    capture_log()?;
     let attrs = ctx.attrs(2 << 20);
     let inst = Instance::init(&attrs)?;
     let _ = logged();

@@ -89,3 +89,34 @@ pub(crate) fn on_both_instances(
     world.finalize()?;
     Ok(())
 }
+
+/// What the PE's `tracing` subscriber received since the last [`logged`].
+static LOGGED: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+struct Captured;
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        LOGGED.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Installs a `tracing` subscriber that keeps every event of this PE, for [`logged`]: how a
+/// case checks what the library reported (and what it did not).
+pub(crate) fn capture_log() -> crate::Outcome {
+    tracing_subscriber::fmt()
+        .with_writer(|| Captured)
+        .with_ansi(false)
+        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
+        .try_init()
+        .map_err(|e| crate::Failure(format!("installing the capturing subscriber: {e}")))
+}
+
+/// The log lines captured since the last call.
+pub(crate) fn logged() -> String {
+    String::from_utf8_lossy(&std::mem::take(&mut *LOGGED.lock().unwrap())).into_owned()
+}

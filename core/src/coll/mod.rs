@@ -38,7 +38,7 @@ use shmem_backend::{Local, LocalMut, Pe, Signal, SignalOp, Width};
 use crate::error::{Error, Result};
 use crate::fabric::{Fabric, Queue};
 use crate::instance::Instance;
-use crate::team::{SCRATCH_PER_TEAM, Team, at_least};
+use crate::team::{CollWait, SCRATCH_PER_TEAM, Team, at_least};
 
 /// Bytes of a team's scratch used for gathers.
 pub(crate) const GATHER_BYTES: usize = 16 << 10;
@@ -154,11 +154,8 @@ impl Team {
         let w = at_least(self.word(word), threshold);
         // SAFETY: a sync word of the team's slot: aligned, inside the reserved area.
         unsafe {
-            self.t().wait_until(
-                self.q(),
-                w,
-                &format_args!("{what} (team {})", self.state.index),
-            )
+            self.t()
+                .wait_until(self.q(), w, &CollWait { team: self, what })
         }
         .map(|_| ())
         .map_err(|e| self.inst.fail(e))
@@ -220,7 +217,8 @@ impl Team {
     /// `homes`) belong to the team's instance.
     pub(crate) fn coll_prologue(&self, homes: [&Instance; 2]) -> Result<()> {
         self.check_live()?;
-        homes.iter().try_for_each(|h| self.inst.owns(h))
+        homes.iter().try_for_each(|h| self.inst.owns(h))?;
+        self.enter()
     }
 }
 

@@ -28,7 +28,10 @@ use crate::fabric::Queue;
 use crate::heap::layout::SYNC_ARRAY_SIZE;
 use crate::instance::Instance;
 
+mod hang;
 pub(crate) mod state;
+
+pub(crate) use hang::CollWait;
 
 pub use state::{MAX_TEAMS, TeamConfig};
 pub(crate) use state::{
@@ -139,13 +142,13 @@ impl Team {
     pub fn barrier(&self) -> Result<()> {
         self.check_live()?;
         self.inst.quiet()?;
-        self.sync()
+        self.run_barrier(&self.inst.inner.sync_queue, "barrier")
     }
 
     /// Waits for every member, without completing outstanding operations (`shmem_team_sync`).
     pub fn sync(&self) -> Result<()> {
         self.check_live()?;
-        self.run_barrier(&self.inst.inner.sync_queue)
+        self.run_barrier(&self.inst.inner.sync_queue, "sync")
     }
 
     /// Enqueues a barrier over the team on the stream of `ctx` (CANN's
@@ -163,21 +166,20 @@ impl Team {
             )));
         }
         c.usable()?;
-        self.run_barrier(c.queue())
+        self.run_barrier(c.queue(), "barrier_on_stream")
     }
 
-    fn run_barrier(&self, q: &Queue) -> Result<()> {
+    /// A barrier over the team on `q`, named `call` in hang reports and timeouts.
+    pub(crate) fn run_barrier(&self, q: &Queue, call: &str) -> Result<()> {
+        self.enter()?;
         let b = self.state.next_barrier();
+        let what = CollWait {
+            team: self,
+            what: call,
+        };
         // SAFETY: the members are PEs of the instance and the sync words lie in its heap's
         // reserved area, aligned (the team's slot is).
-        unsafe {
-            self.inst.fabric().barrier(
-                q,
-                &b,
-                &format_args!("a barrier of team {}", self.state.index),
-            )
-        }
-        .map_err(|e| self.inst.fail(e))
+        unsafe { self.inst.fabric().barrier(q, &b, &what) }.map_err(|e| self.inst.fail(e))
     }
 
     /// Creates a context whose operations name PEs by their number in this team
@@ -292,6 +294,7 @@ impl Team {
     /// could not (a concurrent split reserved an index first), all give their reservations back
     /// and start over after a short random pause. Then one sync.
     fn split_many(&self, specs: &[(Members, TeamConfig)]) -> Result<Vec<Option<Team>>> {
+        self.enter()?;
         let teams = &self.inst.inner.teams;
         let mut attempt = 0u32;
         let chosen = loop {

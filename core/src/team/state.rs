@@ -41,8 +41,11 @@ pub(crate) mod words {
     pub(crate) const GATHER: [u64; 2] = [448, 512];
     /// Reduce-scatter reductions: result segments received.
     pub(crate) const RESULT: u64 = 576;
+    /// How many collective calls on the team this PE has entered (written by the PE itself,
+    /// read by the others' hang reports to name the members that have not arrived).
+    pub(crate) const ENTERED: u64 = 640;
 }
-const _: () = assert!(words::RESULT + 8 <= SYNC_ARRAY_SIZE);
+const _: () = assert!(words::ENTERED + 8 <= SYNC_ARRAY_SIZE);
 
 /// A wait until this PE's 64-bit sync word at `offset` is at least `threshold`.
 pub(crate) fn at_least(offset: usize, threshold: u64) -> WaitWord {
@@ -127,6 +130,8 @@ pub(crate) struct TeamState {
     pub config: TeamConfig,
     /// Barriers completed so far.
     epoch: AtomicU64,
+    /// Collective calls this PE entered on the team (barriers and collectives alike).
+    entered: AtomicU64,
     /// Collective bookkeeping.
     pub coll: Mutex<CollCounters>,
     live: AtomicBool,
@@ -149,6 +154,7 @@ impl TeamState {
             scratch: heap_size + index as usize * SCRATCH_PER_TEAM,
             config,
             epoch: AtomicU64::new(0),
+            entered: AtomicU64::new(0),
             coll: Mutex::new(CollCounters::default()),
             live: AtomicBool::new(true),
         }
@@ -165,6 +171,16 @@ impl TeamState {
             release: (self.slot + words::RELEASE) as usize,
             epoch: self.epoch.fetch_add(1, Ordering::Relaxed) + 1,
         }
+    }
+
+    /// Counts one more collective call entered, and returns the count.
+    pub(crate) fn enter(&self) -> u64 {
+        self.entered.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The collective calls entered so far.
+    pub(crate) fn entered(&self) -> u64 {
+        self.entered.load(Ordering::Relaxed)
     }
 
     pub(crate) fn coll(&self) -> MutexGuard<'_, CollCounters> {

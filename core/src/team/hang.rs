@@ -1,0 +1,96 @@
+//! Who a team's collective waits for: every member counts the collective calls it enters on
+//! the team in its own sync word ([`words::ENTERED`]), so that a member stuck in a barrier or
+//! a collective can name, in its hang report or timeout, the members that have not reached the
+//! call yet.
+
+use std::fmt;
+
+use shmem_backend::{Local, LocalMut, Pe};
+
+use super::Team;
+use super::state::{SHARED_INDEX, WORLD_INDEX, words};
+use crate::error::Result;
+
+impl Team {
+    /// Records that this PE enters one more collective call on the team.
+    pub(crate) fn enter(&self) -> Result<()> {
+        let n = self.state.enter();
+        let me = self.inst.my_pe();
+        // SAFETY: the team's ENTERED word lies in this PE's reserved area, aligned.
+        unsafe {
+            self.t().put(
+                self.q(),
+                me,
+                self.word(words::ENTERED),
+                Local::Host(&n.to_ne_bytes()),
+            )
+        }
+    }
+
+    /// The members (instance PEs) that have entered fewer collective calls on the team than
+    /// this PE, so are not yet in the one this PE waits in.
+    pub(crate) fn not_arrived(&self) -> Vec<Pe> {
+        let mine = self.state.entered();
+        (0..self.state.members.size)
+            .filter(|&r| r != self.state.my_rank)
+            .filter(|&r| {
+                let mut n = [0u8; 8];
+                // SAFETY: rank `r` is a member, and its ENTERED word lies in its reserved
+                // area, aligned.
+                let read = unsafe {
+                    self.t().get(
+                        self.q(),
+                        self.pe_of(r),
+                        self.word(words::ENTERED),
+                        LocalMut::Host(&mut n),
+                    )
+                };
+                read.is_ok() && u64::from_ne_bytes(n) < mine
+            })
+            .map(|r| self.pe_of(r))
+            .collect()
+    }
+
+    /// The team's name in reports: `world`, `shared` or its index.
+    fn name(&self) -> String {
+        match self.state.index {
+            WORLD_INDEX => "world".into(),
+            SHARED_INDEX => "shared".into(),
+            i => format!("index {i}"),
+        }
+    }
+}
+
+/// What a collective of a team waits for, as hang reports and timeouts name it:
+/// `barrier_all (instance 0, team world) for PE 1, PE 3`. The members not arrived are read
+/// when it is displayed, that is only when a wait is reported.
+pub(crate) struct CollWait<'a> {
+    pub team: &'a Team,
+    /// The call, or what inside it is waited for.
+    pub what: &'a str,
+}
+
+impl fmt::Display for CollWait<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = self.team;
+        write!(
+            f,
+            "{} (instance {}, team {})",
+            self.what,
+            t.inst.id(),
+            t.name()
+        )?;
+        let missing = t.not_arrived();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        f.write_str(" for ")?;
+        for (i, pe) in missing.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "PE {pe}")?;
+        }
+        Ok(())
+    }
+}
