@@ -2,13 +2,39 @@
 //!
 //! These functions take addresses that the transport has already bounds-checked and aligned;
 //! the memory they touch is shared with other processes, so every word that others may read or
-//! write concurrently is accessed through atomics.
+//! write concurrently is accessed through atomics, with the orderings of [`ordering`] (the
+//! memory model of `docs/architecture.md`, which the loom models of `sim/tests/loom.rs` check).
 
-use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, fence};
 
 use shmem_backend::{AmoOp, SignalOp, Width};
 
-/// Copies `len` bytes from `src` to `dst` (which may overlap).
+/// The memory ordering of each kind of access, for weakly ordered hosts (Ascend servers run
+/// aarch64): one constant per role, used by the accesses here and by the loom models of the
+/// protocols built on them.
+pub mod ordering {
+    use std::sync::atomic::Ordering;
+
+    /// The stores of a put, and a `p` of an aligned scalar (one atomic store): relaxed, as
+    /// OpenSHMEM orders puts only by fence, quiet or barrier.
+    pub const PUT: Ordering = Ordering::Relaxed;
+    /// A `g` of an aligned scalar (one atomic load), and the fence after the copy of a get:
+    /// acquire, so that what the reader does next sees what was released before the value.
+    pub const GET: Ordering = Ordering::Acquire;
+    /// `fence` on the issuing PE: a release fence, ahead of the puts that follow.
+    pub const FENCE: Ordering = Ordering::Release;
+    /// `quiet` (and so the first half of a barrier): a full fence.
+    pub const QUIET: Ordering = Ordering::SeqCst;
+    /// A signal SET: a release store, so the data of its put is visible first.
+    pub const SIGNAL_SET: Ordering = Ordering::Release;
+    /// Atomics and signal ADD: sequentially consistent read-modify-writes.
+    pub const RMW: Ordering = Ordering::SeqCst;
+    /// The loads of waits and tests (`wait_until`, `test`, `signal_wait_until`, barrier words).
+    pub const WAIT: Ordering = Ordering::Acquire;
+}
+
+/// Copies `len` bytes from `src` to `dst` (which may overlap) with plain accesses: local
+/// buffers, and copies within one PE's own memory.
 ///
 /// # Safety
 ///
@@ -54,6 +80,63 @@ macro_rules! with_atomic {
     };
 }
 
+/// The width of an access of `len` bytes at `a` and `b` that can be one atomic access: an
+/// aligned 1, 2, 4 or 8-byte scalar.
+#[inline]
+fn scalar(len: usize, a: usize, b: usize) -> Option<Width> {
+    let w = match len {
+        1 => Width::W8,
+        2 => Width::W16,
+        4 => Width::W32,
+        8 => Width::W64,
+        _ => return None,
+    };
+    (a.is_multiple_of(len) && b.is_multiple_of(len)).then_some(w)
+}
+
+/// The stores of a put of `len` bytes from local `src` to shared `dst`: an aligned scalar
+/// (`p`) is one atomic store, which cannot tear; anything longer is a copy.
+///
+/// # Safety
+///
+/// As for [`copy`], and `dst` is shared segment memory.
+#[allow(clippy::useless_conversion)]
+#[inline]
+pub(crate) unsafe fn put(dst: *mut u8, src: *const u8, len: usize) {
+    match scalar(len, dst as usize, src as usize) {
+        Some(width) => with_atomic!(width, dst, |a, T| {
+            // SAFETY: `src` is readable and aligned for `T` (checked by `scalar`).
+            let v = unsafe { src.cast::<T>().read() };
+            a.store(v, ordering::PUT);
+        }),
+        // SAFETY: guaranteed by the caller.
+        None => unsafe { copy(dst, src, len) },
+    }
+}
+
+/// The loads of a get of `len` bytes from shared `src` into local `dst`: an aligned scalar
+/// (`g`) is one acquire load; anything longer is a copy followed by an acquire fence.
+///
+/// # Safety
+///
+/// As for [`copy`], and `src` is shared segment memory.
+#[allow(clippy::useless_conversion)]
+#[inline]
+pub(crate) unsafe fn get(dst: *mut u8, src: *const u8, len: usize) {
+    match scalar(len, dst as usize, src as usize) {
+        Some(width) => with_atomic!(width, src.cast_mut(), |a, T| {
+            let v: T = a.load(ordering::GET);
+            // SAFETY: `dst` is writable and aligned for `T` (checked by `scalar`).
+            unsafe { dst.cast::<T>().write(v) };
+        }),
+        None => {
+            // SAFETY: guaranteed by the caller.
+            unsafe { copy(dst, src, len) };
+            fence(ordering::GET);
+        }
+    }
+}
+
 /// Performs `op` on the word at `ptr` and returns its previous value. Native CPU atomics
 /// (`lock xadd`, `lock cmpxchg`, …), never compare-and-swap loops where the CPU has the
 /// operation.
@@ -68,17 +151,17 @@ pub(crate) unsafe fn amo(ptr: *mut u8, width: Width, op: AmoOp) -> u64 {
     with_atomic!(width, ptr, |a, T| {
         let v = |x: u64| x as T;
         let old = match op {
-            AmoOp::Fetch => a.load(Ordering::SeqCst),
-            AmoOp::Set(x) | AmoOp::Swap(x) => a.swap(v(x), Ordering::SeqCst),
+            AmoOp::Fetch => a.load(ordering::RMW),
+            AmoOp::Set(x) | AmoOp::Swap(x) => a.swap(v(x), ordering::RMW),
             AmoOp::CompareSwap { cond, value } => {
-                match a.compare_exchange(v(cond), v(value), Ordering::SeqCst, Ordering::SeqCst) {
+                match a.compare_exchange(v(cond), v(value), ordering::RMW, ordering::RMW) {
                     Ok(old) | Err(old) => old,
                 }
             }
-            AmoOp::Add(x) => a.fetch_add(v(x), Ordering::SeqCst),
-            AmoOp::And(x) => a.fetch_and(v(x), Ordering::SeqCst),
-            AmoOp::Or(x) => a.fetch_or(v(x), Ordering::SeqCst),
-            AmoOp::Xor(x) => a.fetch_xor(v(x), Ordering::SeqCst),
+            AmoOp::Add(x) => a.fetch_add(v(x), ordering::RMW),
+            AmoOp::And(x) => a.fetch_and(v(x), ordering::RMW),
+            AmoOp::Or(x) => a.fetch_or(v(x), ordering::RMW),
+            AmoOp::Xor(x) => a.fetch_xor(v(x), ordering::RMW),
         };
         u64::from(old)
     })
@@ -92,7 +175,7 @@ pub(crate) unsafe fn amo(ptr: *mut u8, width: Width, op: AmoOp) -> u64 {
 #[allow(clippy::useless_conversion)]
 #[inline]
 pub(crate) unsafe fn load(ptr: *mut u8, width: Width) -> u64 {
-    with_atomic!(width, ptr, |a, T| u64::from(a.load(Ordering::Acquire)))
+    with_atomic!(width, ptr, |a, T| u64::from(a.load(ordering::WAIT)))
 }
 
 /// Applies a signal update to the word at `ptr`: a release store for SET (so data written
@@ -107,11 +190,11 @@ pub(crate) unsafe fn load(ptr: *mut u8, width: Width) -> u64 {
 pub(crate) unsafe fn signal(ptr: *mut u8, width: Width, op: SignalOp, value: u64) -> bool {
     with_atomic!(width, ptr, |a, T| match op {
         SignalOp::Set => {
-            a.store(value as T, Ordering::Release);
+            a.store(value as T, ordering::SIGNAL_SET);
             false
         }
         SignalOp::Add => {
-            a.fetch_add(value as T, Ordering::SeqCst);
+            a.fetch_add(value as T, ordering::RMW);
             true
         }
     })

@@ -91,7 +91,7 @@ fn run() {
         next_due = None;
         for strict in queues.iter().filter_map(Weak::upgrade) {
             let t = &strict.transport;
-            let due = strict.lock().deliver_due(now, &mut |d| t.execute(d));
+            let due = strict.lock().deliver_due(now, &mut |d| t.execute_held(d));
             if let Some(due) = due {
                 next_due = Some(next_due.map_or(due, |n| n.min(due)));
             }

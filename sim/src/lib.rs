@@ -25,6 +25,7 @@ mod strict;
 mod transport;
 mod wait;
 
+pub use access::ordering;
 pub use settings::{SettingError, SimSettings, WaitPolicy, strict_seed};
 pub use stream::Stream;
 pub use transport::{SimQueue, SimTransport};

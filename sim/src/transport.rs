@@ -10,7 +10,7 @@ use shmem_backend::{
     Signal, Strided, Transport, TransportError, WaitWord, Watch, Watchdog, Width, sync,
 };
 
-use crate::access;
+use crate::access::{self, ordering};
 use crate::control::Control;
 use crate::delivery::{self, Strict};
 use crate::fd_exchange::share_objects;
@@ -349,8 +349,16 @@ impl SimTransport {
         self.control(pe).notify(offset, len);
     }
 
+    /// Performs an operation a strict queue held: after a release fence, so that whatever the
+    /// issuing thread (or an earlier fence epoch) wrote before is visible first, whichever
+    /// thread performs it.
+    pub(crate) fn execute_held(&self, op: Deferred) {
+        fence(ordering::FENCE);
+        self.execute(op);
+    }
+
     /// Performs a validated operation now.
-    pub(crate) fn execute(&self, op: Deferred) {
+    fn execute(&self, op: Deferred) {
         match op {
             Deferred::Put {
                 pe,
@@ -363,7 +371,7 @@ impl SimTransport {
                 if len > 0 {
                     // SAFETY: `dst` lies in `pe`'s mapping and `src` is readable (the issuing
                     // call's contract, or `owned`, which `src` points into).
-                    unsafe { access::copy(dst, src, len) };
+                    unsafe { access::put(dst, src, len) };
                 }
                 drop(owned);
                 let off = dst as usize - self.slot(pe) as usize;
@@ -374,7 +382,7 @@ impl SimTransport {
             }
             Deferred::Get { dst, src, len } => {
                 // SAFETY: `src` lies in a mapping and `dst` is writable (the contract).
-                unsafe { access::copy(dst, src, len) };
+                unsafe { access::get(dst, src, len) };
             }
             Deferred::Amo {
                 pe,
@@ -409,7 +417,7 @@ impl SimTransport {
 
     #[cold]
     fn complete_fenced(&self, st: &Strict, pe: Pe) {
-        st.lock().complete_fenced(pe, &mut |d| self.execute(d));
+        st.lock().complete_fenced(pe, &mut |d| self.execute_held(d));
     }
 
     /// Before a read from `pe` on a plain queue, in strict mode: completes every operation held
@@ -423,7 +431,7 @@ impl SimTransport {
 
     #[cold]
     fn complete_to(&self, st: &Strict, pe: Pe) {
-        st.lock().complete_to(pe, &mut |d| self.execute(d));
+        st.lock().complete_to(pe, &mut |d| self.execute_held(d));
     }
 
     /// The strict queue, when it holds blocking operations to `pe` back: not to this PE
@@ -440,7 +448,8 @@ impl SimTransport {
     /// Holds blocking `op` to `pe` (strict mode with relaxed completion).
     #[cold]
     fn hold_blocking(&self, st: &Strict, pe: Pe, op: Deferred) {
-        st.lock().push_blocking(pe, op, &mut |d| self.execute(d));
+        st.lock()
+            .push_blocking(pe, op, &mut |d| self.execute_held(d));
         delivery::kick();
     }
 
@@ -476,7 +485,7 @@ impl SimTransport {
         let len = src.len();
         // SAFETY: `dst..dst+len` lies in `pe`'s segment and `src` is readable (the data-path
         // preconditions).
-        unsafe { access::copy(self.at(pe, dst), self.src_ptr(src), len) };
+        unsafe { access::put(self.at(pe, dst), self.src_ptr(src), len) };
         match signal {
             None => self.notify(pe, dst, len),
             Some(sig) => self.signal_after(pe, dst, len, sig),
@@ -504,7 +513,7 @@ impl SimTransport {
     fn issue(&self, strict: &Option<Arc<Strict>>, pe: Pe, op: Deferred) {
         match strict {
             None => self.execute(op),
-            Some(st) => st.lock().push(pe, op, &mut |d| self.execute(d)),
+            Some(st) => st.lock().push(pe, op, &mut |d| self.execute_held(d)),
         }
     }
 
@@ -642,7 +651,7 @@ impl Transport for SimTransport {
                 self.before_read(strict, pe);
                 // SAFETY: `src..src+len` lies in `pe`'s segment and `dst` is writable (the
                 // data-path preconditions).
-                unsafe { access::copy(self.dst_ptr(&mut dst), self.at(pe, src), dst.len()) };
+                unsafe { access::get(self.dst_ptr(&mut dst), self.at(pe, src), dst.len()) };
                 Ok(())
             }
             Kind::Stream(s) => {
@@ -766,7 +775,7 @@ impl Transport for SimTransport {
             unsafe {
                 let d = to.offset(i * dst.stride);
                 let s = from.add(src_layout.first).offset(i * src_layout.stride);
-                access::copy(d, s, elem_size);
+                access::put(d, s, elem_size);
             }
         }
         if let Some((lo, hi)) = dst.span(elem_size, nelems) {
@@ -818,7 +827,7 @@ impl Transport for SimTransport {
             unsafe {
                 let s = from.offset(i * src.stride);
                 let d = to.add(dst_layout.first).offset(i * dst_layout.stride);
-                access::copy(d, s, elem_size);
+                access::get(d, s, elem_size);
             }
         }
         Ok(())
@@ -1045,7 +1054,7 @@ impl Transport for SimTransport {
     #[inline]
     fn fence(&self, q: &SimQueue) -> Result<(), TransportError> {
         match &q.kind {
-            Kind::Plain(None) => fence(Ordering::Release),
+            Kind::Plain(None) => fence(ordering::FENCE),
             Kind::Plain(Some(st)) => st.lock().fence(),
             // A stream runs its work in order: it is fenced already.
             Kind::Stream(_) => {}
@@ -1058,9 +1067,9 @@ impl Transport for SimTransport {
         match &q.kind {
             Kind::Plain(strict) => {
                 if let Some(st) = strict {
-                    st.lock().complete_all(&mut |d| self.execute(d));
+                    st.lock().complete_all(&mut |d| self.execute_held(d));
                 }
-                fence(Ordering::SeqCst);
+                fence(ordering::QUIET);
                 Ok(())
             }
             Kind::Stream(s) => s.synchronize(),
