@@ -39,6 +39,9 @@ pub struct Case {
     pub timeout_secs: u64,
     /// Which launcher starts the PEs.
     pub via: Via,
+    /// Whether the case needs an IPv6 loopback address; without one its trials are reported
+    /// ignored, with the reason.
+    pub needs_ipv6: bool,
     /// The body, run on every PE.
     pub run: fn(&Ctx) -> Outcome,
 }
@@ -82,7 +85,16 @@ impl Case {
             expect: Expect::AllPass,
             timeout_secs: 60,
             via: Via::Shmemrun,
+            needs_ipv6: false,
             run,
+        }
+    }
+
+    /// The same case, which needs an IPv6 loopback address.
+    pub const fn needs_ipv6(self) -> Case {
+        Case {
+            needs_ipv6: true,
+            ..self
         }
     }
 

@@ -100,17 +100,34 @@ pub fn trials(backend: &'static str) -> Vec<Trial> {
         }
         for n in counts {
             let name = format!("{}::pes{n}", case.name);
-            let trial = match case.via {
-                Via::Shmemrun => Trial::test(name, move || run_trial(case, n, backend)),
-                Via::Mpirun => match mpirun() {
-                    Some(m) => Trial::test(name, move || run_mpirun_trial(case, n, backend, &m)),
-                    None => Trial::test(name, || Ok(())).with_ignored_flag(true),
-                },
+            // A trial that cannot run here is ignored, never passed, and says why.
+            let missing = if case.needs_ipv6 && !has_ipv6_loopback() {
+                Some("this host has no IPv6 loopback address")
+            } else if case.via == Via::Mpirun && mpirun().is_none() {
+                Some("Open MPI's mpirun is not installed (apt-get install openmpi-bin)")
+            } else {
+                None
+            };
+            let trial = match (missing, case.via) {
+                (Some(why), _) => {
+                    eprintln!("conformance: {name} is ignored: {why}");
+                    Trial::test(name, || Ok(())).with_ignored_flag(true)
+                }
+                (None, Via::Shmemrun) => Trial::test(name, move || run_trial(case, n, backend)),
+                (None, Via::Mpirun) => {
+                    let m = mpirun().expect("checked above");
+                    Trial::test(name, move || run_mpirun_trial(case, n, backend, &m))
+                }
             };
             out.push(trial.with_kind(backend));
         }
     }
     out
+}
+
+/// Whether this host can listen on the IPv6 loopback address.
+fn has_ipv6_loopback() -> bool {
+    std::net::TcpListener::bind("[::1]:0").is_ok()
 }
 
 /// Counting semaphore over PE slots.

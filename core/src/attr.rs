@@ -223,6 +223,10 @@ pub struct Attributes {
     pub secret: Option<Secret>,
     /// Overrides `SHMEM_INSTANCE_PORT_RANGE` for this instance (`"start:end"`).
     pub port_range: Option<String>,
+    /// Overrides `SHMEM_TIMEOUT` for this instance's data-path waits (barriers, collectives,
+    /// waits, locks): how long one may last before it fails with `TIMEOUT_ERROR` (not zero).
+    /// `None` reads the setting. A Rust-only attribute.
+    pub wait_timeout: Option<Duration>,
     /// How the PEs meet.
     pub mode: InitMode,
 }
@@ -243,6 +247,7 @@ impl Attributes {
             backend: None,
             secret: None,
             port_range: None,
+            wait_timeout: None,
             mode: InitMode::Default,
         }
     }
@@ -271,6 +276,11 @@ impl Attributes {
     }
 
     pub(crate) fn validate_against(&self, limits: &Limits) -> Result<()> {
+        if self.wait_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::InvalidValue(
+                "wait_timeout must not be zero (None reads SHMEM_TIMEOUT)".into(),
+            ));
+        }
         if self.n_pes == 0 {
             return Err(Error::InvalidValue("n_pes must be positive".into()));
         }

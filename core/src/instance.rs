@@ -122,7 +122,10 @@ impl Instance {
         attrs.validate()?;
         let backend = Backend::choose(attrs.backend)?;
         let caps = settings::capabilities()?;
-        let timeout = settings::wait_timeout()?;
+        let timeout = match attrs.wait_timeout {
+            Some(t) => Some(t),
+            None => settings::wait_timeout()?,
+        };
         let hang_report = settings::hang_report()?;
         let heap_size = attrs.heap_size();
         // The heap, then the teams' collective scratch areas (never addressable by users).

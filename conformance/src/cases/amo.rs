@@ -179,27 +179,58 @@ fn bitwise(inst: &Instance) -> Outcome {
     Ok(())
 }
 
+/// Every PE adds 2 and then 1 to PE 0's counter with fetching non-blocking atomics, compare-
+/// swaps PE 0's second word with a condition that never holds, and swaps a value of its own
+/// into its right neighbour's second word. Every fetched value is checked against the model:
+/// the 2n fetched counter values, sorted, must chain from 0 by the increments that fetched
+/// them up to 3n (each atomic saw exactly the sum of those before it); a swap fetches the 0 its
+/// target held, and a failed compare-swap the word as it was, before or after its swap.
 fn non_blocking(inst: &Instance) -> Outcome {
     let (me, n) = (inst.my_pe(), inst.n_pes());
     let c = inst.calloc::<u64>(2)?;
+    let got = inst.calloc::<u64>(2)?;
+    let all = inst.calloc::<u64>(2 * n as usize)?;
+    let mine = |pe: u32| u64::from(pe + 1) << 8 | 0x5a;
     let (mut a, mut b, mut cs, mut sw) = (u64::MAX, u64::MAX, u64::MAX, u64::MAX);
     inst.nbi(|s| -> shmem::Result<()> {
         s.atomic_fetch_add_nbi(c.elem(0), &mut a, 2, 0)?;
         s.atomic_fetch_inc_nbi(c.elem(0), &mut b, 0)?;
         s.atomic_compare_swap_nbi(c.elem(1), &mut cs, u64::MAX - 1, 9, 0)?;
-        s.atomic_swap_nbi(c.elem(1), &mut sw, 0, (me + 1) % n)?;
+        s.atomic_swap_nbi(c.elem(1), &mut sw, mine(me), (me + 1) % n)?;
         Ok(())
     })??;
+    check_eq!(sw, 0, "a swap fetched what its target did not hold");
+    // PE 0's second word is swapped once, by PE n - 1; the compare-swap never writes it.
     check!(
-        a != u64::MAX && b != u64::MAX && cs != u64::MAX && sw != u64::MAX,
-        "a fetching nbi result was not delivered by the scope's quiet"
+        cs == 0 || cs == mine(n - 1),
+        "a failed compare-swap fetched {cs:#x}, which PE 0's word never held"
+    );
+    got.as_slice().put(&[a, b], me)?;
+    inst.barrier_all()?;
+    inst.team_world().fcollect(all.as_slice(), got.as_slice())?;
+    let fetched = all.as_slice().to_vec(me)?;
+    // (fetched value, the increment of the atomic that fetched it), in the order they happened.
+    let mut chain: Vec<(u64, u64)> = fetched
+        .chunks(2)
+        .flat_map(|ab| [(ab[0], 2), (ab[1], 1)])
+        .collect();
+    chain.sort_unstable();
+    let mut sum = 0;
+    for &(v, inc) in &chain {
+        check_eq!(v, sum, "the fetched values do not chain: {chain:?}");
+        sum += inc;
+    }
+    check_eq!(sum, 3 * u64::from(n));
+    check_eq!(c.elem(0).atomic_fetch(0)?, 3 * u64::from(n));
+    check_eq!(
+        c.as_slice().g(1, me)?,
+        mine((me + n - 1) % n),
+        "the swap's value"
     );
     inst.barrier_all()?;
-    if me == 0 {
-        check_eq!(c.elem(0).atomic_fetch(0)?, 3 * u64::from(n));
+    for buf in [c, got, all] {
+        buf.free()?;
     }
-    inst.barrier_all()?;
-    c.free()?;
     Ok(())
 }
 

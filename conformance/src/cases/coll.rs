@@ -29,11 +29,21 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("coll::bad_input_is_refused", |c| {
             on_both_instances(c, bad_input)
         }),
+    ]
+    .into_iter()
+    // Teams of 9 and 17 PEs reach the second level of the radix-8 barrier and reduction
+    // trees, and alltoall's large path at every size.
+    .map(|c| c.full_pes(WIDE))
+    .chain([
         Case::new("coll::cann_profile_runs_collectives", cann_profile)
             .pes(&[2])
             .env(&[("SHMEM_PROFILE", "cann")]),
-    ]
+    ])
+    .collect()
 }
+
+/// The full tier's extra PE counts for the collective and team cases.
+pub(crate) const WIDE: &[u32] = &[3, 5, 9, 17];
 
 fn broadcast(inst: &Instance) -> Outcome {
     let (me, n) = (inst.my_pe(), inst.n_pes());
@@ -66,7 +76,8 @@ fn broadcast(inst: &Instance) -> Outcome {
 fn collects(inst: &Instance) -> Outcome {
     let (me, n) = (inst.my_pe(), inst.n_pes());
     let world = inst.team_world();
-    let k = 300usize;
+    // Large enough for collect's largest contribution, (n_pes) * 37 elements.
+    let k = 300usize.max(37 * n as usize);
     let src = inst.calloc::<u64>(k)?;
     let dst = inst.calloc::<u64>(k * n as usize)?;
     src.as_slice().put(
@@ -126,6 +137,28 @@ fn alltoalls(inst: &Instance) -> Outcome {
         .flat_map(|from| (0..k).map(move |i| val(from, me, i)))
         .collect();
     check_eq!(got, want, "alltoall");
+    // A large alltoall (8 KiB blocks): the path through an entry barrier straight into `dest`.
+    let big = 2048usize;
+    let (bs, bd) = (inst.calloc::<i32>(big * nn)?, inst.calloc::<i32>(big * nn)?);
+    bs.as_slice().put(
+        &(0..nn)
+            .flat_map(|to| (0..big).map(move |i| val(me, to as u32, i)))
+            .collect::<Vec<_>>(),
+        me,
+    )?;
+    world.alltoall(bd.as_slice(), bs.as_slice())?;
+    let got = bd.as_slice().to_vec(me)?;
+    for from in 0..nn {
+        for i in (0..big).step_by(97).chain([big - 1]) {
+            check_eq!(
+                got[from * big + i],
+                val(from as u32, me, i),
+                "large alltoall from {from}, element {i}"
+            );
+        }
+    }
+    bs.free()?;
+    bd.free()?;
     // alltoalls with strides 2 (destination) and 3 (source), 4 elements per PE.
     let (dst_s, src_s, m) = (2usize, 3usize, 4usize);
     let s2 = inst.calloc::<i32>((nn * m - 1) * src_s + 1)?;

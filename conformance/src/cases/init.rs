@@ -31,12 +31,34 @@ pub(crate) fn cases() -> Vec<Case> {
             unreachable_address,
         )
         .pes(&[1]),
-        Case::new("init::hostname_and_ipv6_addresses", hostname_and_ipv6)
-            .pes(&[1, 2])
-            .full_pes(&[4]),
+        Case::new("init::hostname_addresses", |c| {
+            addresses(c, &["tcp://localhost:{}", "tcp://127.0.0.1:{}"])
+        })
+        .pes(&[1, 2])
+        .full_pes(&[4]),
+        Case::new("init::ipv6_addresses", |c| {
+            addresses(c, &["tcp6://[::1]:{}"])
+        })
+        .pes(&[1, 2])
+        .needs_ipv6(),
         Case::new("init::peer_death_is_detected", peer_death)
             .pes(MULTI_PES)
             .expect(Expect::PeKilled { pe: 1 }),
+        Case::new("init::peer_death_ends_a_wait_until", |c| {
+            dies_during(c, Blocked::WaitUntil)
+        })
+        .pes(&[2, 4])
+        .expect(Expect::PeKilled { pe: 1 }),
+        Case::new("init::peer_death_ends_a_collective", |c| {
+            dies_during(c, Blocked::Collective)
+        })
+        .pes(&[2, 4])
+        .expect(Expect::PeKilled { pe: 1 }),
+        Case::new("init::peer_death_ends_a_lock_wait", |c| {
+            dies_during(c, Blocked::Lock)
+        })
+        .pes(&[2, 4])
+        .expect(Expect::PeKilled { pe: 1 }),
     ]
 }
 
@@ -340,26 +362,81 @@ fn unreachable_address(ctx: &Ctx) -> Outcome {
     Ok(())
 }
 
-fn hostname_and_ipv6(ctx: &Ctx) -> Outcome {
+/// Init with each address template (`{}` is a port of the trial's range), one after the other.
+fn addresses(ctx: &Ctx, templates: &[&str]) -> Outcome {
     let (first, _) = ctx.ports();
-    let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
-    let urls = [
-        format!("tcp://localhost:{}", first + 1),
-        format!("tcp6://[::1]:{}", first + 2),
-        format!("tcp://127.0.0.1:{}", first + 3),
-    ];
-    for url in &urls {
-        if url.starts_with("tcp6") && !ipv6 {
-            eprintln!("skipping {url}: this host has no IPv6 loopback");
-            continue;
-        }
-        let mut attrs = Attributes::new(ctx.pe, ctx.n_pes, url, 2 << 20);
+    for (i, t) in templates.iter().enumerate() {
+        let url = t.replace("{}", &(first + 1 + i as u16).to_string());
+        let mut attrs = Attributes::new(ctx.pe, ctx.n_pes, &url, 2 << 20);
         attrs.init_timeout = std::time::Duration::from_secs(20);
         let inst = Instance::init(&attrs).map_err(|e| Failure(format!("{url}: {e}")))?;
         inst.barrier_all()?;
         inst.finalize()?;
     }
     Ok(())
+}
+
+/// Where the survivors are blocked when PE 1 dies.
+#[derive(Clone, Copy, Debug)]
+enum Blocked {
+    /// Waiting for a word that PE 1 was to set.
+    WaitUntil,
+    /// In a reduction over the world team, which PE 1 never joins.
+    Collective,
+    /// Queued for a lock that PE 1 holds.
+    Lock,
+}
+
+/// PE 1 dies (SIGKILL) while the others are blocked in `how`: each survivor's call fails with
+/// `PeerLost` naming PE 1 (the bootstrap notices the death), with no timeout set.
+fn dies_during(ctx: &Ctx, how: Blocked) -> Outcome {
+    let inst = ctx.world()?;
+    let word = inst.calloc::<u64>(1)?;
+    let lock = inst.calloc::<i64>(1)?;
+    let sum = inst.calloc::<u64>(1)?;
+    inst.barrier_all()?;
+    if ctx.pe == 1 {
+        if let Blocked::Lock = how {
+            lock.elem(0).set_lock()?;
+        }
+        // Give the others time to block (not needed for correctness: blocking after the death
+        // fails the same way).
+        std::thread::sleep(Duration::from_millis(300));
+        crate::cases::kill_self();
+    }
+    let r = match how {
+        Blocked::WaitUntil => word.elem(0).wait_until(shmem::Cmp::Eq, 1).map(drop),
+        Blocked::Collective => inst.team_world().sum_reduce(sum.as_slice(), sum.as_slice()),
+        Blocked::Lock => {
+            // Wait until PE 1 holds it, then queue behind it.
+            let deadline = std::time::Instant::now() + ctx.patience();
+            while lock
+                .elem(0)
+                .atomic_fetch(0)
+                .map_or(true, |t| t & 0xffff_ffff == 0)
+            {
+                check!(
+                    std::time::Instant::now() < deadline,
+                    "PE 1 never took the lock"
+                );
+                std::thread::yield_now();
+            }
+            lock.elem(0).set_lock()
+        }
+    };
+    match r {
+        Ok(()) => Err(Failure(format!("{how:?} completed although PE 1 is dead"))),
+        Err(shmem::Error::PeerLost { pe, detail }) => {
+            check!(
+                pe == 1,
+                "{how:?}: the error names PE {pe} instead of PE 1 ({detail})"
+            );
+            Ok(())
+        }
+        Err(e) => Err(Failure(format!(
+            "{how:?}: expected PeerLost naming PE 1, got {e}"
+        ))),
+    }
 }
 
 fn peer_death(ctx: &Ctx) -> Outcome {

@@ -20,7 +20,6 @@ pub(crate) fn cases() -> Vec<Case> {
             "lock::timed_out_set_lock_resumes",
             timed_out_resumes,
             .pes(MULTI_PES)
-            .env(&[("SHMEM_TIMEOUT", "0.3")])
         ),
         both!(
             "lock::cann_profile_refuses",
@@ -190,8 +189,7 @@ fn guard(ctx: &Ctx, inst: &Instance) -> Outcome {
     Ok(())
 }
 
-/// Polls this PE's `flags[i]` until it is non-zero (without a library wait, which
-/// `SHMEM_TIMEOUT=0.3` would cut short).
+/// Polls this PE's `flags[i]` until it is non-zero.
 fn await_flag(ctx: &Ctx, flags: &shmem::SymBuf<i32>, i: usize) -> Outcome {
     poll(ctx.patience(), || {
         flags.elem(i).test(Cmp::Ne, 0).ok().filter(|&b| b)
@@ -200,11 +198,14 @@ fn await_flag(ctx: &Ctx, flags: &shmem::SymBuf<i32>, i: usize) -> Outcome {
     .ok_or_else(|| Failure(format!("flag {i} was never set")))
 }
 
-/// With `SHMEM_TIMEOUT=0.3`: PE 1's `set_lock` times out while PE 0 holds the lock; called
-/// again it resumes its place in the queue and gets the lock when PE 0 releases.
+/// The lock lives in an instance whose waits time out after 0.3 s (the case's barriers and
+/// flags stay on `inst`): PE 1's `set_lock` times out while PE 0 holds the lock; called again
+/// it resumes its place in the queue, as often as it times out, and gets the lock once PE 0
+/// releases it, however slowly PE 0 gets to that.
 fn timed_out_resumes(ctx: &Ctx, inst: &Instance) -> Outcome {
     let (me, n) = (inst.my_pe(), inst.n_pes());
-    let lock = inst.calloc::<i64>(1)?;
+    let short = crate::cases::p2p::with_wait_timeout(ctx, inst, 0.3)?;
+    let lock = short.calloc::<i64>(1)?;
     // 0: PE 0 holds the lock; 1: PE 1 timed out; 2: done.
     let flags = inst.calloc::<i32>(3)?;
     let l = lock.elem(0);
@@ -223,7 +224,16 @@ fn timed_out_resumes(ctx: &Ctx, inst: &Instance) -> Outcome {
             check!(e.to_string().contains("set_lock"), "{e}");
             check!(!l.test_lock()?, "test_lock while queued behind PE 0");
             f.p(1, 1, 0)?;
-            l.set_lock()?;
+            let patience = std::time::Instant::now() + ctx.patience();
+            loop {
+                match l.set_lock() {
+                    Ok(()) => break,
+                    Err(e) if e.code() == Code::TimeoutError => {
+                        check!(std::time::Instant::now() < patience, "PE 0 never released")
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
             l.clear_lock()?;
             for pe in 0..n {
                 f.p(2, 1, pe)?;
@@ -237,6 +247,7 @@ fn timed_out_resumes(ctx: &Ctx, inst: &Instance) -> Outcome {
     inst.barrier_all()?;
     lock.free()?;
     flags.free()?;
+    short.finalize()?;
     Ok(())
 }
 

@@ -26,15 +26,21 @@ pub(crate) fn cases() -> Vec<Case> {
             on_both_instances(c, reuse)
         })
         .pes(&[2, 4]),
-        Case::new("team::too_many_teams_is_a_clean_error", too_many).pes(&[1, 2]),
         Case::new("team::shared_team_is_the_world", |c| {
             on_both_instances(c, shared)
         }),
+    ]
+    .into_iter()
+    // Teams of 9 and 17 PEs in the full tier: the second level of the barrier tree.
+    .map(|c| c.full_pes(crate::cases::coll::WIDE))
+    .chain([
+        Case::new("team::too_many_teams_is_a_clean_error", too_many).pes(&[1, 2]),
         Case::new("team::cann_layer_handles_and_not_supported", cann_layer).pes(&[2, 4]),
         Case::new("team::cann_profile_splits_on_every_instance", cann_profile)
             .pes(&[2])
             .env(&[("SHMEM_PROFILE", "cann")]),
-    ]
+    ])
+    .collect()
 }
 
 fn odd_even(inst: &Instance) -> Outcome {
