@@ -34,6 +34,20 @@ impl Limits {
     };
 }
 
+impl Limits {
+    /// The limits of an OpenSHMEM program, which models a CPU job: no device address space
+    /// bounds the instance (Sandia OpenSHMEM and Open MPI run thousands of PEs), so neither the
+    /// 128 GiB instance span nor CANN's PE count applies; the heap's layout stays CANN's.
+    pub const OPENSHMEM: Limits = Limits {
+        max_pes: 1 << 20,
+        max_local_mem: Limits::CANN.max_local_mem,
+        local_mem_granularity: Limits::CANN.local_mem_granularity,
+        max_instance_space: u64::MAX,
+        heap_alignment: Limits::CANN.heap_alignment,
+        max_instance_id: Limits::CANN.max_instance_id,
+    };
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits::CANN

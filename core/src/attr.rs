@@ -223,6 +223,8 @@ pub struct Attributes {
     pub secret: Option<Secret>,
     /// Overrides `SHMEM_INSTANCE_PORT_RANGE` for this instance (`"start:end"`).
     pub port_range: Option<String>,
+    /// The profile to run under; `None` reads `SHMEM_PROFILE` (see [`ApiProfile`]).
+    pub profile: Option<crate::ApiProfile>,
     /// Overrides `SHMEM_TIMEOUT` for this instance's data-path waits (barriers, collectives,
     /// waits, locks): how long one may last before it fails with `TIMEOUT_ERROR` (not zero).
     /// `None` reads the setting. A Rust-only attribute.
@@ -247,6 +249,7 @@ impl Attributes {
             backend: None,
             secret: None,
             port_range: None,
+            profile: None,
             wait_timeout: None,
             mode: InitMode::Default,
         }
@@ -272,7 +275,7 @@ impl Attributes {
     /// of 2 MiB, an instance id above 255, an instance that needs more than 128 GiB of address
     /// space).
     pub fn validate(&self) -> Result<()> {
-        self.validate_against(&Limits::CANN)
+        self.validate_against(&self.profile.unwrap_or_default().limits())
     }
 
     pub(crate) fn validate_against(&self, limits: &Limits) -> Result<()> {
@@ -342,7 +345,7 @@ impl Attributes {
         let space = slot as u128 * self.n_pes as u128;
         if space > limits.max_instance_space as u128 {
             return Err(Error::InvalidValue(format!(
-                "the instance would span {} GiB of address space ({} PEs x {} GiB per heap slot); at most {} GiB fit",
+                "the instance would span {} GiB of address space ({} PEs x {} GiB per heap slot); at most {} GiB fit, the NPU's device address space under CANN's limits; OpenSHMEM programs, which model a CPU job, lift the limit with SHMEM_PROFILE=openshmem (Attributes::profile)",
                 space >> 30,
                 self.n_pes,
                 slot >> 30,

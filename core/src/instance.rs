@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use shmem_backend::{Capabilities, Exchange, Pe, SegmentSpec, TransportError};
+use shmem_backend::{Capabilities, Exchange, Limits, Pe, SegmentSpec, TransportError};
 
 use crate::attr::{Attributes, Backend};
 use crate::bootstrap::{self, Bootstrap};
@@ -37,6 +37,8 @@ pub(crate) struct Inner {
     pub(crate) sync_queue: Queue,
     /// The transport's capabilities, read on every call that needs one.
     pub(crate) caps: Capabilities,
+    /// The limits of the instance's profile.
+    pub(crate) limits: Limits,
     /// Device memory registered with the instance: start address and length, by start.
     pub(crate) devices: Mutex<std::collections::BTreeMap<u64, usize>>,
     /// `LIVE` or `FINALIZED`; shared with the instance's watchdog, which ends the waits of
@@ -119,9 +121,14 @@ impl Instance {
     pub fn init(attrs: &Attributes) -> Result<Instance> {
         // Every setting is checked before any collective work, so that a PE with a bad one
         // fails before its peers map its memory.
-        attrs.validate()?;
+        let profile = match attrs.profile {
+            Some(p) => p,
+            None => settings::ApiProfile::from_env()?,
+        };
+        let limits = profile.limits();
+        attrs.validate_against(&limits)?;
         let backend = Backend::choose(attrs.backend)?;
-        let caps = settings::capabilities()?;
+        let caps = profile.capabilities();
         let timeout = match attrs.wait_timeout {
             Some(t) => Some(t),
             None => settings::wait_timeout()?,
@@ -176,6 +183,7 @@ impl Instance {
             sync_queue: fabric.new_internal_queue(),
             devices: Mutex::new(Default::default()),
             caps: fabric.profile().caps,
+            limits,
             state,
             boot,
             fabric: Arc::new(fabric),

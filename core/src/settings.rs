@@ -6,14 +6,14 @@
 //! | `SHMEM_HANG_REPORT` | seconds after which a wait that goes on reports a suspected hang (one WARN line naming the call, the instance and team, and the PEs not arrived yet), then again at doubling intervals; `0` or `off` reports nothing | 30 |
 //! | `SHMEM_SYMMETRIC_SIZE` | the heap per PE for instances created from a launcher's environment (`Attributes::from_env`), in bytes with an optional `K`, `M` or `G` suffix; rounded up to 2 MiB | 256M |
 //! | `SHMEM_BACKEND` | `sim` or `hw` | `sim` |
-//! | `SHMEM_PROFILE` | `full`, or `cann`: the simulator behaves as the CANN transport's capabilities ([`Capabilities::CANN`]): remote atomics issued by the host (and the locks built on them) fail with `NOT_SUPPORTED` and `shmem_ptr` gives no host address, as on the hardware backend | `full` |
+//! | `SHMEM_PROFILE` | the [`ApiProfile`]: `full`; `cann`, the CANN transport's capabilities ([`Capabilities::CANN`]): remote atomics issued by the host (and the locks built on them) fail with `NOT_SUPPORTED` and `shmem_ptr` gives no host address, as on the hardware backend; `openshmem`, every capability and no device-address limit (an OpenSHMEM program models a CPU job of any size) | `full` |
 //!
 //! The simulator's own settings (`SHMEM_WAIT_POLICY`, `SHMEM_SIM_STRICT`, …) are documented in
 //! `shmem_sim::SimSettings`.
 
 use std::time::Duration;
 
-use shmem_backend::Capabilities;
+use shmem_backend::{Capabilities, Limits};
 
 use crate::error::{Error, Result};
 
@@ -84,19 +84,52 @@ pub(crate) fn symmetric_size() -> Result<u64> {
     Ok(raw.next_multiple_of(2 << 20))
 }
 
-/// `SHMEM_PROFILE`: the capabilities an instance's transport may have. `cann` gives the CANN
-/// transport's ([`Capabilities::CANN`]), so that a program checked on the simulator fails
-/// where it would fail on the hardware backend.
-pub(crate) fn capabilities() -> Result<Capabilities> {
-    match std::env::var("SHMEM_PROFILE") {
-        Err(_) => Ok(Capabilities::ALL),
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "" | "full" | "openshmem" => Ok(Capabilities::ALL),
-            "cann" => Ok(Capabilities::CANN),
-            _ => Err(Error::InvalidValue(format!(
-                "SHMEM_PROFILE={v:?} is not a profile (expected full or cann)"
-            ))),
-        },
+/// What a program runs as (`SHMEM_PROFILE`, or [`Attributes::profile`](crate::Attributes)):
+/// the capabilities its instances' transports may report, and the limits init enforces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ApiProfile {
+    /// Every capability, and CANN's limits (the NPU's device address space caps an instance
+    /// at 128 GiB, 128 PEs of up to 1 GiB of heap each).
+    #[default]
+    Full,
+    /// The CANN transport's capabilities and CANN's limits: a program checked on the laptop
+    /// fails where it would fail on the hardware backend.
+    Cann,
+    /// Every capability and OpenSHMEM's limits ([`Limits::OPENSHMEM`]): no device address
+    /// space bounds the instance.
+    OpenShmem,
+}
+
+impl ApiProfile {
+    /// The capabilities the transport may report.
+    pub fn capabilities(self) -> Capabilities {
+        match self {
+            ApiProfile::Full | ApiProfile::OpenShmem => Capabilities::ALL,
+            ApiProfile::Cann => Capabilities::CANN,
+        }
+    }
+
+    /// The limits init enforces.
+    pub fn limits(self) -> Limits {
+        match self {
+            ApiProfile::Full | ApiProfile::Cann => Limits::CANN,
+            ApiProfile::OpenShmem => Limits::OPENSHMEM,
+        }
+    }
+
+    /// `SHMEM_PROFILE` (`full` when unset).
+    pub fn from_env() -> Result<ApiProfile> {
+        match std::env::var("SHMEM_PROFILE") {
+            Err(_) => Ok(ApiProfile::Full),
+            Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "" | "full" => Ok(ApiProfile::Full),
+                "cann" => Ok(ApiProfile::Cann),
+                "openshmem" => Ok(ApiProfile::OpenShmem),
+                _ => Err(Error::InvalidValue(format!(
+                    "SHMEM_PROFILE={v:?} is not a profile (expected full, cann or openshmem)"
+                ))),
+            },
+        }
     }
 }
 

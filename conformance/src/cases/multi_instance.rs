@@ -690,6 +690,32 @@ fn limits(ctx: &Ctx) -> Outcome {
         a.validate().is_ok(),
         "128 GiB of address space must be allowed"
     );
+    // 129 PEs of the smallest heap span 129 GiB under CANN's limits: refused, naming the limit
+    // and the setting that lifts it; the OpenSHMEM profile has no such limit. Through the CANN
+    // layer the limit holds whatever the profile.
+    let mut wide = attrs_for(ctx, 1, &all(ctx)).expect("member");
+    (wide.n_pes, wide.local_mem_size) = (129, 2 << 20);
+    let e = check_code!(Instance::init(&wide), Code::InvalidValue).to_string();
+    check!(
+        e.contains("129 GiB")
+            && e.contains("at most 128 GiB")
+            && e.contains("SHMEM_PROFILE=openshmem"),
+        "{e}"
+    );
+    wide.profile = Some(shmem::ApiProfile::OpenShmem);
+    check!(
+        wide.validate().is_ok(),
+        "the OpenSHMEM profile keeps a device-address limit"
+    );
+    wide.n_pes = 1024;
+    check!(
+        wide.validate().is_ok(),
+        "1024 PEs refused under the OpenSHMEM profile"
+    );
+    check_code!(
+        cann::init_attr(INIT_WITH_DEFAULT, &wide),
+        Code::InvalidValue
+    );
     let _ = MULTI_PES;
     Ok(())
 }

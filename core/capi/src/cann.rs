@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
-use shmem::{Attributes, Error, IdState, InitMode, Instance, Result};
+use shmem::{ApiProfile, Attributes, Error, IdState, InitMode, Instance, Result};
 use shmem_backend::Limits;
 
 /// `ACLSHMEMX_INIT_WITH_DEFAULT`.
@@ -142,6 +142,16 @@ fn mode_from_flags(flags: u32, attrs: &Attributes) -> Result<Attributes> {
         )));
     }
     let mut a = attrs.clone();
+    // CANN programs keep CANN's limits (the NPU's device address space) whatever profile the
+    // environment names; the capabilities still follow it.
+    let profile = match a.profile {
+        Some(p) => p,
+        None => ApiProfile::from_env()?,
+    };
+    a.profile = Some(match profile {
+        ApiProfile::OpenShmem => ApiProfile::Full,
+        p => p,
+    });
     let uid = matches!(a.mode, InitMode::UniqueId(_));
     if flags & INIT_WITH_UNIQUEID != 0 {
         if !uid {

@@ -251,7 +251,7 @@ impl Team {
 
     /// The members of a strided split of this team, checked as CANN checks them.
     fn strided_members(&self, start: i32, stride: i32, size: i32) -> Result<Members> {
-        let max = self.inst.fabric().profile().limits.max_pes as i32;
+        let max = self.inst.inner.limits.max_pes.min(i32::MAX as u32) as i32;
         let parent = self.state.members;
         if start >= max || stride >= max || size > max {
             return Err(Error::InvalidParam(format!(
