@@ -13,6 +13,10 @@ pub(crate) fn cases() -> Vec<Case> {
             on_both_instances(c, odd_even)
         }),
         Case::new("team::split_2d_grid", |c| on_both_instances(c, grid)),
+        Case::new("team::split_2d_takes_one_index_per_axis", |c| {
+            on_both_instances(c, grid_indices)
+        })
+        .pes(&[2, 4, 8]),
         Case::new("team::different_split_histories_agree", |c| {
             on_both_instances(c, histories)
         })
@@ -41,6 +45,34 @@ pub(crate) fn cases() -> Vec<Case> {
             .env(&[("SHMEM_PROFILE", "cann")]),
     ])
     .collect()
+}
+
+/// The rows of a 2-D split are disjoint, and so are its columns: each axis takes one team
+/// index, so 63 splits into single-PE rows fit in the 126 indices an instance has besides the
+/// world and shared teams, whatever the PE count (one index per row would run out at once).
+fn grid_indices(inst: &Instance) -> Outcome {
+    let world = inst.team_world();
+    let mut live = Vec::new();
+    for round in 0..(shmem::MAX_TEAMS - 2) / 2 {
+        let (x, y) = world
+            .split_2d(1, TeamConfig::default(), TeamConfig::default())
+            .map_err(|e| Failure(format!("split_2d number {round}: {e}")))?;
+        let (x, y) = (x.expect("every PE has a row"), y.expect("and a column"));
+        check_eq!((x.n_pes(), y.n_pes()), (1, inst.n_pes()));
+        check!(x.index() != y.index(), "a row and a column share an index");
+        live.push((x, y));
+    }
+    // Every index is now taken: one more split fails cleanly.
+    check_code!(
+        world.split_2d(1, TeamConfig::default(), TeamConfig::default()),
+        Code::InnerError
+    );
+    for (x, y) in live.into_iter().rev() {
+        x.destroy()?;
+        y.destroy()?;
+    }
+    inst.barrier_all()?;
+    Ok(())
 }
 
 fn odd_even(inst: &Instance) -> Outcome {

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use shmem_backend::Pe;
 
+use crate::coll::ReduceOp;
 use crate::ctx::{Context, CtxOptions, CtxRef};
 use crate::error::{Error, Result};
 use crate::fabric::Queue;
@@ -195,8 +196,8 @@ impl Team {
     ///
     /// Errors follow CANN's checks (`INVALID_PARAM` for a start outside this team, a size of 0
     /// or larger than this team, a stride below 1, or members beyond the instance) and, when
-    /// every team index is taken (or the parent has more than 512 PEs, beyond what the index
-    /// agreement's scratch holds), `INNER_ERROR`.
+    /// every team index is taken, `INNER_ERROR`. Parents of any size can be split: the index
+    /// agreement is a reduction of a 128-bit map, not a gather.
     pub fn split_strided(
         &self,
         start: i32,
@@ -206,7 +207,7 @@ impl Team {
     ) -> Result<Option<Team>> {
         self.check_live()?;
         let members = self.strided_members(start, stride, size)?;
-        Ok(self.split_many(&[(members, config)])?.pop().flatten())
+        Ok(self.split_many(&[(config, vec![members])])?.pop().flatten())
     }
 
     /// Splits this team into a 2-D grid (`shmem_team_split_2d`): rows ("x teams") of `xrange`
@@ -227,26 +228,17 @@ impl Team {
         }
         let size = self.state.members.size as i32;
         let x = xrange.min(size);
-        let mut specs = Vec::new();
         let rows = (size + x - 1) / x;
-        for i in 0..rows {
-            specs.push((
-                self.strided_members(i * x, 1, x.min(size - i * x))?,
-                xconfig,
-            ));
-        }
-        for j in 0..x {
-            let col = size / x + i32::from(j < size % x);
-            specs.push((self.strided_members(j, x, col)?, yconfig));
-        }
-        let mut got = self.split_many(&specs)?;
-        let ys = got.split_off(rows as usize);
-        let xt = got.into_iter().flatten().collect::<Vec<_>>();
-        let yt = ys.into_iter().flatten().collect::<Vec<_>>();
-        if xt.len() > 1 || yt.len() > 1 {
-            return Err(Error::Inner("a PE landed in two teams of one axis".into()));
-        }
-        Ok((xt.into_iter().next(), yt.into_iter().next()))
+        let row_teams = (0..rows)
+            .map(|i| self.strided_members(i * x, 1, x.min(size - i * x)))
+            .collect::<Result<Vec<_>>>()?;
+        let col_teams = (0..x)
+            .map(|j| self.strided_members(j, x, size / x + i32::from(j < size % x)))
+            .collect::<Result<Vec<_>>>()?;
+        // The rows are disjoint, and so are the columns: each axis takes one team index.
+        let mut got = self.split_many(&[(xconfig, row_teams), (yconfig, col_teams)])?;
+        let yt = got.pop().flatten();
+        Ok((got.pop().flatten(), yt))
     }
 
     /// The members of a strided split of this team, checked as CANN checks them.
@@ -283,8 +275,22 @@ impl Team {
         })
     }
 
-    /// Creates every team of `specs` at once and returns, for each spec, the team if this PE is
-    /// a member.
+    /// Combines every member's `mine` with `op` (an in-place reduction of two words kept in the
+    /// team's own sync slot at `word`), so that agreements cost the same whatever the team's
+    /// size (a gather of every member's bitmap would not fit the scratch beyond 512 PEs).
+    fn agree(&self, word: u64, op: ReduceOp, mine: [u64; 2]) -> Result<[u64; 2]> {
+        let at = self.word(word);
+        let view = self.inst.view::<u64>(at, 2)?;
+        view.put(&mine, self.inst.my_pe())?;
+        self.reduce(op, view, view)?;
+        let mut out = [0u64; 2];
+        view.get(&mut out, self.inst.my_pe())?;
+        Ok(out)
+    }
+
+    /// Creates every team of `specs` at once and returns, for each spec, the team of it this PE
+    /// is a member of, if any. A spec is a configuration and disjoint member sets (the rows of
+    /// a 2-D split), which share one team index: no PE is in two of them.
     ///
     /// The members agree on indices that no member uses: each contributes a bitmap of the
     /// indices its live teams use or its splits in progress hold, and all take the first free
@@ -293,19 +299,14 @@ impl Team {
     /// indices locally, and a second round tells everyone whether every member could; if one
     /// could not (a concurrent split reserved an index first), all give their reservations back
     /// and start over after a short random pause. Then one sync.
-    fn split_many(&self, specs: &[(Members, TeamConfig)]) -> Result<Vec<Option<Team>>> {
+    fn split_many(&self, specs: &[(TeamConfig, Vec<Members>)]) -> Result<Vec<Option<Team>>> {
         self.enter()?;
         let teams = &self.inst.inner.teams;
         let mut attempt = 0u32;
         let chosen = loop {
-            let mine = teams.indices().taken_bits();
-            let all = self.allgather_scratch(&mine)?;
-            let mut union = [0u8; MAX_TEAMS / 8];
-            for bits in &all {
-                for (u, b) in union.iter_mut().zip(bits) {
-                    *u |= b;
-                }
-            }
+            let taken = bytemuck::cast(teams.indices().taken_bits());
+            let union: [u8; MAX_TEAMS / 8] =
+                bytemuck::cast(self.agree(words::SPLIT, ReduceOp::Or, taken)?);
             let chosen: Vec<u32> = (0..MAX_TEAMS as u32)
                 .filter(|&i| union[i as usize / 8] & (1 << (i % 8)) == 0)
                 .take(specs.len())
@@ -316,14 +317,14 @@ impl Team {
                 )));
             }
             let reserved = teams.indices().reserve(&chosen);
-            let votes = self
-                .allgather_scratch(&[u8::from(reserved)])
+            let all_reserved = self
+                .agree(words::SPLIT, ReduceOp::And, [u64::from(reserved), 1])
                 .inspect_err(|_| {
                     if reserved {
                         teams.indices().release(&chosen);
                     }
                 })?;
-            if votes.iter().all(|v| v.first() == Some(&1)) {
+            if all_reserved[0] == 1 {
                 break chosen;
             }
             if reserved {
@@ -341,8 +342,12 @@ impl Team {
         let mut out = Vec::with_capacity(specs.len());
         {
             let mut indices = teams.indices();
-            for ((members, config), &index) in specs.iter().zip(&chosen) {
-                out.push(members.rank_of(me).map(|rank| {
+            for ((config, disjoint), &index) in specs.iter().zip(&chosen) {
+                // This PE is in at most one of the disjoint teams of a spec.
+                let mine = disjoint
+                    .iter()
+                    .find_map(|m| m.rank_of(me).map(|rank| (m, rank)));
+                out.push(mine.map(|(members, rank)| {
                     indices.used[index as usize] = true;
                     TeamState::new(*members, rank, index, reserved, heap_size, *config)
                 }));

@@ -44,8 +44,10 @@ pub(crate) mod words {
     /// How many collective calls on the team this PE has entered (written by the PE itself,
     /// read by the others' hang reports to name the members that have not arrived).
     pub(crate) const ENTERED: u64 = 640;
+    /// A split's agreements on this parent: two words reduced in place.
+    pub(crate) const SPLIT: u64 = 704;
 }
-const _: () = assert!(words::ENTERED + 8 <= SYNC_ARRAY_SIZE);
+const _: () = assert!(words::SPLIT + 16 <= SYNC_ARRAY_SIZE);
 
 /// A wait until this PE's 64-bit sync word at `offset` is at least `threshold`.
 pub(crate) fn at_least(offset: usize, threshold: u64) -> WaitWord {
