@@ -411,13 +411,8 @@ impl SimTransport {
     #[inline]
     fn before_blocking(&self, strict: &Option<Arc<Strict>>, pe: Pe) {
         if let Some(st) = strict {
-            self.complete_fenced(st, pe);
+            self.complete_held(st, pe, false);
         }
-    }
-
-    #[cold]
-    fn complete_fenced(&self, st: &Strict, pe: Pe) {
-        st.lock().complete_fenced(pe, &mut |d| self.execute_held(d));
     }
 
     /// Before a read from `pe` on a plain queue, in strict mode: completes every operation held
@@ -425,13 +420,21 @@ impl SimTransport {
     #[inline]
     fn before_read(&self, strict: &Option<Arc<Strict>>, pe: Pe) {
         if let Some(st) = strict {
-            self.complete_to(st, pe);
+            self.complete_held(st, pe, true);
         }
     }
 
+    /// Completes the operations `st` holds for `pe`: all of them, or those before the latest
+    /// fence.
     #[cold]
-    fn complete_to(&self, st: &Strict, pe: Pe) {
-        st.lock().complete_to(pe, &mut |d| self.execute_held(d));
+    fn complete_held(&self, st: &Strict, pe: Pe, all: bool) {
+        let mut q = st.lock();
+        let exec = &mut |d| self.execute_held(d);
+        if all {
+            q.complete_to(pe, exec);
+        } else {
+            q.complete_fenced(pe, exec);
+        }
     }
 
     /// The strict queue, when it holds blocking operations to `pe` back: not to this PE

@@ -37,16 +37,23 @@ fn wait_until_ge(word: &AtomicU64, v: u64) {
     }
 }
 
+/// The data word and the flag word of one PE's segment, and a writer PE that puts `value`
+/// into the data, fences, and sets the flag with a `p`.
+fn fenced_writer(value: u64) -> (Arc<AtomicU64>, Arc<AtomicU64>, thread::JoinHandle<()>) {
+    let (data, flag) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (d, f) = (data.clone(), flag.clone());
+    let writer = thread::spawn(move || {
+        put(&d, value);
+        fence(FENCE);
+        put(&f, 1); // p of the flag
+    });
+    (data, flag, writer)
+}
+
 #[test]
 fn put_fence_p_then_g_sees_the_data() {
     loom::model(|| {
-        let (data, flag) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let (d, f) = (data.clone(), flag.clone());
-        let writer = thread::spawn(move || {
-            put(&d, 42);
-            fence(FENCE);
-            put(&f, 1); // p of the flag
-        });
+        let (data, flag, writer) = fenced_writer(42);
         if g(&flag) == 1 {
             assert_eq!(g(&data), 42, "the flag overtook the fenced data");
         }
@@ -57,13 +64,7 @@ fn put_fence_p_then_g_sees_the_data() {
 #[test]
 fn get_of_the_flag_then_get_of_the_data() {
     loom::model(|| {
-        let (data, flag) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let (d, f) = (data.clone(), flag.clone());
-        let writer = thread::spawn(move || {
-            put(&d, 7);
-            fence(FENCE);
-            put(&f, 1);
-        });
+        let (data, flag, writer) = fenced_writer(7);
         if get(&flag) == 1 {
             assert_eq!(get(&data), 7);
         }
@@ -120,13 +121,7 @@ fn barrier_makes_every_put_before_it_visible_after_it() {
 #[should_panic(expected = "stale")]
 fn a_relaxed_flag_read_is_caught() {
     loom::model(|| {
-        let (data, flag) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let (d, f) = (data.clone(), flag.clone());
-        let writer = thread::spawn(move || {
-            put(&d, 42);
-            fence(FENCE);
-            put(&f, 1);
-        });
+        let (data, flag, writer) = fenced_writer(42);
         // A `g` without acquire: the data may still be stale, and loom finds the execution.
         if flag.load(Ordering::Relaxed) == 1 {
             assert_eq!(
