@@ -39,6 +39,7 @@
 //! terminal's Ctrl-C reaches them directly too); processes a PE starts itself are its own
 //! business.
 
+pub mod cli;
 pub mod env;
 mod output;
 mod program;

@@ -1,0 +1,174 @@
+//! Generates the typed families of the C ABI and the header `shmem.h` from one type table
+//! (`src/table.rs`), and gives `libshmem.so` its soname.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+include!("src/table.rs");
+
+/// One generated routine: its C prototype (for the header) and its Rust definition.
+struct Routine {
+    proto: String,
+    rust: String,
+}
+
+const SAFETY: &str = "///\n/// # Safety\n///\n/// The routine's C contract: every pointer is valid for the elements the call names.\n";
+
+fn rma_routines() -> Vec<Routine> {
+    let mut out = Vec::new();
+    let mut both = |proto: String, rust: String| out.push(Routine { proto, rust });
+    // (TYPENAME, C type, Rust element type, element size expression)
+    let mut families: Vec<(String, String, String, String)> = RMA_TYPES
+        .iter()
+        .map(|(n, c, r)| {
+            (
+                n.to_string(),
+                c.to_string(),
+                r.to_string(),
+                format!("size_of::<{r}>()"),
+            )
+        })
+        .collect();
+    // Sized and byte families take `void *`.
+    for bits in RMA_SIZES {
+        families.push((
+            bits.to_string(),
+            "void".into(),
+            "u8".into(),
+            format!("{}", bits / 8),
+        ));
+    }
+    for (name, c, r, size) in &families {
+        let sized = c == "void";
+        let (ptr_c, cptr_c) = if sized {
+            ("void *".to_string(), "const void *".to_string())
+        } else {
+            (format!("{c} *"), format!("const {c} *"))
+        };
+        // shmem_TYPENAME_put or shmem_putSIZE
+        let nm = |op: &str| {
+            if sized {
+                format!(
+                    "shmem_{op_base}{name}{suffix}",
+                    op_base = op.split('_').next().unwrap(),
+                    suffix = op.strip_prefix(op.split('_').next().unwrap()).unwrap()
+                )
+            } else {
+                format!("shmem_{name}_{op}")
+            }
+        };
+        for (op, nbi, is_put) in [
+            ("put", false, true),
+            ("get", false, false),
+            ("put_nbi", true, true),
+            ("get_nbi", true, false),
+        ] {
+            let f = nm(op);
+            let call = if is_put { "put" } else { "get" };
+            both(
+                format!("void {f}({ptr_c}dest, {cptr_c}source, size_t nelems, int pe);"),
+                format!(
+                    "/// `{f}`.\n{SAFETY}#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {f}(dest: *mut {r}, source: *const {r}, nelems: usize, pe: c_int) {{\n    // SAFETY: forwarded from the C contract.\n    unsafe {{ crate::rma::{call}(\"{f}\", dest.cast(), source.cast(), nelems, {size}, pe, {nbi}) }}\n}}\n"
+                ),
+            );
+        }
+        for (op, is_put) in [("iput", true), ("iget", false)] {
+            let f = nm(op);
+            let call = if is_put { "iput" } else { "iget" };
+            both(
+                format!(
+                    "void {f}({ptr_c}dest, {cptr_c}source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);"
+                ),
+                format!(
+                    "/// `{f}`.\n{SAFETY}#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {f}(dest: *mut {r}, source: *const {r}, dst: isize, sst: isize, nelems: usize, pe: c_int) {{\n    // SAFETY: forwarded from the C contract.\n    unsafe {{ crate::rma::{call}(\"{f}\", dest.cast(), source.cast(), dst, sst, nelems, {size}, pe) }}\n}}\n"
+                ),
+            );
+        }
+        // p and g pass one element by value: not for the sized families, nor for long double
+        // (which Rust cannot take by value; a later C shim serves it).
+        if !sized && name != "longdouble" {
+            let f = format!("shmem_{name}_p");
+            both(
+                format!("void {f}({c} *dest, {c} value, int pe);"),
+                format!(
+                    "/// `{f}`.\n{SAFETY}#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {f}(dest: *mut {r}, value: {r}, pe: c_int) {{\n    // SAFETY: `value` lives for the call; `dest` per the C contract.\n    unsafe {{ crate::rma::put(\"{f}\", dest.cast(), (&raw const value).cast(), 1, {size}, pe, false) }}\n}}\n"
+                ),
+            );
+            let f = format!("shmem_{name}_g");
+            both(
+                format!("{c} {f}(const {c} *source, int pe);"),
+                format!(
+                    "/// `{f}`.\n{SAFETY}#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {f}(source: *const {r}, pe: c_int) -> {r} {{\n    let mut value = <{r}>::default();\n    // SAFETY: `value` lives for the call; `source` per the C contract.\n    unsafe {{ crate::rma::get(\"{f}\", (&raw mut value).cast(), source.cast(), 1, {size}, pe, false) }};\n    value\n}}\n"
+                ),
+            );
+        }
+    }
+    out
+}
+
+fn header(routines: &[Routine]) -> String {
+    let mut h = String::new();
+    h.push_str(
+        "/* shmem.h: the OpenSHMEM C API of shmem-rs (libshmem.so).\n * Generated by core/capi/lib/build.rs from src/table.rs: do not edit. */\n\
+#ifndef SHMEM_RS_SHMEM_H\n#define SHMEM_RS_SHMEM_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n\
+#define SHMEM_MAJOR_VERSION 1\n#define SHMEM_MINOR_VERSION 5\n#define SHMEM_MAX_NAME_LEN 256\n\
+#define SHMEM_VENDOR_STRING \"shmem-rs 0.1.0 (CANN SHMEM semantics, OpenSHMEM 1.5)\"\n\n\
+#define SHMEM_THREAD_SINGLE 0\n#define SHMEM_THREAD_FUNNELED 1\n#define SHMEM_THREAD_SERIALIZED 2\n#define SHMEM_THREAD_MULTIPLE 3\n\n\
+#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+    );
+    for p in SETUP_PROTOS {
+        let _ = writeln!(h, "{p}");
+    }
+    h.push('\n');
+    for r in routines {
+        let _ = writeln!(h, "{}", r.proto);
+    }
+    h.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* SHMEM_RS_SHMEM_H */\n");
+    h
+}
+
+/// The hand-written routines of `src/setup.rs`, `src/heap.rs` and `src/rma.rs`, as the header
+/// declares them.
+const SETUP_PROTOS: &[&str] = &[
+    "void shmem_init(void);",
+    "int shmem_init_thread(int requested, int *provided);",
+    "void shmem_query_thread(int *provided);",
+    "void shmem_finalize(void);",
+    "void shmem_global_exit(int status);",
+    "int shmem_my_pe(void);",
+    "int shmem_n_pes(void);",
+    "int shmem_pe_accessible(int pe);",
+    "int shmem_addr_accessible(const void *addr, int pe);",
+    "void *shmem_ptr(const void *dest, int pe);",
+    "void shmem_info_get_version(int *major, int *minor);",
+    "void shmem_info_get_name(char *name);",
+    "void shmem_barrier_all(void);",
+    "void shmem_sync_all(void);",
+    "void shmem_quiet(void);",
+    "void shmem_fence(void);",
+    "void *shmem_malloc(size_t size);",
+    "void *shmem_calloc(size_t count, size_t size);",
+    "void *shmem_align(size_t alignment, size_t size);",
+    "void *shmem_realloc(void *ptr, size_t size);",
+    "void shmem_free(void *ptr);",
+    "void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);",
+    "void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);",
+    "void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);",
+    "void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);",
+];
+
+fn main() {
+    println!("cargo:rerun-if-changed=src/table.rs");
+    println!("cargo:rerun-if-changed=build.rs");
+    // C programs link against libshmem.so and find it again by this name.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libshmem.so");
+    let routines = rma_routines();
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let rust: String = routines
+        .iter()
+        .map(|r| r.rust.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(out.join("rma_typed.rs"), rust).expect("writing the generated wrappers");
+    std::fs::write(out.join("shmem.h"), header(&routines)).expect("writing the generated header");
+}

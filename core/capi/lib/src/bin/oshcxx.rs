@@ -1,0 +1,9 @@
+//! `oshcxx`: compile and link a C++ OpenSHMEM program against this project's headers and
+//! `libshmem.so` (see `src/compiler_wrapper.rs`; `oshcxx -show` prints the command).
+
+#[path = "../compiler_wrapper.rs"]
+mod compiler_wrapper;
+
+fn main() -> std::process::ExitCode {
+    compiler_wrapper::main()
+}

@@ -1,0 +1,73 @@
+//! The compiler wrapper behind `oshcc` (C), `oshCC` and `oshcxx` (C++): compile and link an OpenSHMEM program against this
+//! project's headers and `libshmem.so`.
+//!
+//! ```text
+//! oshcc -O2 -o hello hello.c       # cc -O2 -o hello hello.c -I<include> -L<lib> -Wl,-rpath,<lib> -lshmem
+//! oshcc -show                      # prints the command instead of running it
+//! ```
+//!
+//! Used in place (after `cargo build`), the headers are `core/capi/include/` and the library
+//! sits beside the tool in `target/<profile>/`; in an installed prefix they are
+//! `<prefix>/include` and `<prefix>/lib`. `OSHCC_CC` and `OSHCC_CXX` choose the compilers.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// Where the headers and the library are, for a tool at `exe`.
+fn locate(exe: &Path) -> (PathBuf, PathBuf) {
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let prefix = dir.parent().unwrap_or(dir);
+    let installed = (prefix.join("include/shmem.h"), prefix.join("lib"));
+    if installed.0.is_file() && installed.1.join("libshmem.so").is_file() {
+        return (prefix.join("include"), installed.1);
+    }
+    let in_tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("../include");
+    (in_tree, dir.to_path_buf())
+}
+
+/// Runs the wrapper for the tool this process was started as.
+pub(crate) fn main() -> ExitCode {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("oshcc"));
+    let name = exe
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let cxx = name.contains("CC") || name.contains("cxx") || name.contains("++");
+    let compiler = if cxx {
+        std::env::var("OSHCC_CXX").unwrap_or_else(|_| "c++".into())
+    } else {
+        std::env::var("OSHCC_CC").unwrap_or_else(|_| "cc".into())
+    };
+    let (include, lib) = locate(&exe);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let show = args.iter().any(|a| a == "-show" || a == "--show");
+    let user: Vec<&String> = args
+        .iter()
+        .filter(|a| *a != "-show" && *a != "--show")
+        .collect();
+    let link = !user
+        .iter()
+        .any(|a| matches!(a.as_str(), "-c" | "-S" | "-E" | "-M" | "-MM"));
+    let mut cmd = Command::new(&compiler);
+    cmd.args(&user).arg(format!("-I{}", include.display()));
+    if link {
+        cmd.arg(format!("-L{}", lib.display()))
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .arg("-lshmem");
+    }
+    if show {
+        let shown: Vec<String> = std::iter::once(compiler.clone())
+            .chain(cmd.get_args().map(|a| a.to_string_lossy().into_owned()))
+            .collect();
+        println!("{}", shown.join(" "));
+        return ExitCode::SUCCESS;
+    }
+    match cmd.status() {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(s) => ExitCode::from(s.code().unwrap_or(1).clamp(1, 255) as u8),
+        Err(e) => {
+            eprintln!("{name}: cannot run {compiler}: {e}");
+            ExitCode::from(127)
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! `libshmem.so` and `libshmem.a`: the OpenSHMEM C ABI over the Rust library, for C, C++ and
+//! Python programs that use OpenSHMEM (`#include <shmem.h>`, `oshcc`, `oshrun`).
+//!
+//! The library holds no semantics of its own: every routine maps onto the Rust core, on the
+//! default instance that `shmem_init` creates from the launcher's environment under the
+//! OpenSHMEM profile (no NPU device-address limits). Typed families are generated from one type
+//! table (`src/table.rs`) by `build.rs`, which also writes the header; `include/shmem.h` is that
+//! header, checked against the generator by the tests.
+//!
+//! **Errors.** No panic unwinds into C: every routine runs inside [`boundary::call`], which
+//! catches it. A failed routine logs one line naming the call and the cause; one that returns a
+//! code returns the specification's; an unrecoverable failure (a dead peer, a timeout, the job
+//! ending) ends the process with a non-zero status and that message.
+//!
+//! This first part of the ABI covers setup, the symmetric heap and RMA (every typed, sized and
+//! byte form, blocking and non-blocking, strided); the other families follow.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod boundary;
+pub mod heap;
+pub mod rma;
+pub mod setup;
+mod world;
+
+/// The generated typed, sized and byte RMA routines (`shmem_TYPENAME_put`, `shmem_put32`, …).
+pub mod rma_typed {
+    use std::ffi::c_int;
+    include!(concat!(env!("OUT_DIR"), "/rma_typed.rs"));
+}

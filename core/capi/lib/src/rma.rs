@@ -1,0 +1,266 @@
+//! Remote memory access from C: every typed, sized and byte routine (generated from the type
+//! table) lands in [`put`], [`get`], [`iput`] or [`iget`], which translate symmetric addresses
+//! to heap offsets and call the Rust core on the default context.
+
+use std::ffi::{c_int, c_void};
+
+use shmem_capi::raw;
+use shmem_core::{Error, Result};
+
+use crate::boundary::call;
+use crate::world::{offset, pe, world};
+
+/// The bytes of `nelems` elements of `size` bytes.
+#[inline]
+fn bytes(nelems: usize, size: usize) -> Result<usize> {
+    nelems
+        .checked_mul(size)
+        .ok_or_else(|| Error::InvalidParam(format!("{nelems} elements of {size} bytes overflow")))
+}
+
+/// A put of `nelems` elements of `size` bytes from local `source` to symmetric `dest` on `pe`.
+///
+/// # Safety
+///
+/// `source` is readable for the bytes named (until the next quiet, for `nbi`).
+#[inline]
+pub(crate) unsafe fn put(
+    name: &str,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    size: usize,
+    pe_: c_int,
+    nbi: bool,
+) {
+    call(name, (), || {
+        let len = bytes(nelems, size)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let w = world()?;
+        let (dst, pe) = (offset(w, dest, len)?, pe(pe_)?);
+        if nbi {
+            // SAFETY: the C contract keeps `source` valid until the next quiet.
+            unsafe { raw::putmem_nbi(w.default_ctx(), dst, source.cast(), len, pe) }
+        } else {
+            // SAFETY: readable for `len` bytes per the C contract.
+            let src = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), len) };
+            raw::putmem(w.default_ctx(), dst, src, pe)
+        }
+    });
+}
+
+/// A get of `nelems` elements of `size` bytes from symmetric `source` on `pe` into `dest`.
+///
+/// # Safety
+///
+/// `dest` is writable for the bytes named (and untouched until the next quiet, for `nbi`).
+#[inline]
+pub(crate) unsafe fn get(
+    name: &str,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    size: usize,
+    pe_: c_int,
+    nbi: bool,
+) {
+    call(name, (), || {
+        let len = bytes(nelems, size)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let w = world()?;
+        let (src, pe) = (offset(w, source, len)?, pe(pe_)?);
+        if nbi {
+            // SAFETY: the C contract keeps `dest` valid and untouched until the next quiet.
+            unsafe { raw::getmem_nbi(w.default_ctx(), src, dest.cast(), len, pe) }
+        } else {
+            // SAFETY: writable for `len` bytes per the C contract.
+            let dst = unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>(), len) };
+            raw::getmem(w.default_ctx(), src, dst, pe)
+        }
+    });
+}
+
+/// Runs `$body` with `$t` the unsigned type of `$size` bytes (`[u8; 16]` for 16).
+macro_rules! by_size {
+    ($size:expr, |$t:ident| $body:expr) => {
+        match $size {
+            1 => {
+                type $t = u8;
+                $body
+            }
+            2 => {
+                type $t = u16;
+                $body
+            }
+            4 => {
+                type $t = u32;
+                $body
+            }
+            8 => {
+                type $t = u64;
+                $body
+            }
+            16 => {
+                type $t = [u8; 16];
+                $body
+            }
+            s => Err(Error::InvalidParam(format!(
+                "no strided routine moves {s}-byte elements"
+            ))),
+        }
+    };
+}
+
+/// The local span, in elements, of `nelems` elements at stride `stride`.
+fn local_len(nelems: usize, stride: isize) -> Result<usize> {
+    match nelems {
+        0 => Ok(0),
+        n => (n - 1)
+            .checked_mul(stride.unsigned_abs())
+            .and_then(|s| s.checked_add(1))
+            .ok_or_else(|| {
+                Error::InvalidParam(format!("{n} elements at a stride of {stride} overflow"))
+            }),
+    }
+}
+
+/// A strided put: element `i` of local `source` (at `i * sst`) goes to symmetric `dest` at
+/// `i * dst`, strides in elements of `size` bytes.
+///
+/// # Safety
+///
+/// `source` is readable for the elements named.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iput(
+    name: &str,
+    dest: *mut c_void,
+    source: *const c_void,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    size: usize,
+    pe_: c_int,
+) {
+    call(name, (), || {
+        if nelems == 0 {
+            return Ok(());
+        }
+        if sst < 0 {
+            return Err(Error::InvalidParam(format!(
+                "a negative source stride ({sst})"
+            )));
+        }
+        let w = world()?;
+        let (first, pe) = (offset(w, dest, size)?, pe(pe_)?);
+        let n = local_len(nelems, sst)?;
+        by_size!(size, |T| {
+            // SAFETY: readable for `n` elements per the C contract.
+            let src = unsafe { std::slice::from_raw_parts(source.cast::<T>(), n) };
+            raw::iput::<T>(w.default_ctx(), first, dst, src, sst, nelems, pe)
+        })
+    });
+}
+
+/// A strided get: element `i * sst` of symmetric `source` goes to local `dest` at `i * dst`.
+///
+/// # Safety
+///
+/// `dest` is writable for the elements named.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iget(
+    name: &str,
+    dest: *mut c_void,
+    source: *const c_void,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    size: usize,
+    pe_: c_int,
+) {
+    call(name, (), || {
+        if nelems == 0 {
+            return Ok(());
+        }
+        if dst < 0 {
+            return Err(Error::InvalidParam(format!(
+                "a negative destination stride ({dst})"
+            )));
+        }
+        let w = world()?;
+        let (first, pe) = (offset(w, source, size)?, pe(pe_)?);
+        let n = local_len(nelems, dst)?;
+        by_size!(size, |T| {
+            // SAFETY: writable for `n` elements per the C contract.
+            let out = unsafe { std::slice::from_raw_parts_mut(dest.cast::<T>(), n) };
+            raw::iget::<T>(w.default_ctx(), first, sst, out, dst, nelems, pe)
+        })
+    });
+}
+
+/// `shmem_putmem`.
+///
+/// # Safety
+///
+/// `source` is readable for `nelems` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_putmem(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded from the C contract.
+    unsafe { put("shmem_putmem", dest, source, nelems, 1, pe, false) }
+}
+
+/// `shmem_getmem`.
+///
+/// # Safety
+///
+/// `dest` is writable for `nelems` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_getmem(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded from the C contract.
+    unsafe { get("shmem_getmem", dest, source, nelems, 1, pe, false) }
+}
+
+/// `shmem_putmem_nbi`.
+///
+/// # Safety
+///
+/// `source` stays readable for `nelems` bytes until the next quiet.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_putmem_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded from the C contract.
+    unsafe { put("shmem_putmem_nbi", dest, source, nelems, 1, pe, true) }
+}
+
+/// `shmem_getmem_nbi`.
+///
+/// # Safety
+///
+/// `dest` stays writable for `nelems` bytes, untouched, until the next quiet.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_getmem_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded from the C contract.
+    unsafe { get("shmem_getmem_nbi", dest, source, nelems, 1, pe, true) }
+}

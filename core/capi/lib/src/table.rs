@@ -1,0 +1,34 @@
+// The one type table of the C ABI: the generated wrappers (`build.rs`) and the generated
+// header both come from it. Plain data, so that the build script can include it.
+
+/// The standard RMA types (OpenSHMEM 1.5 table `stdrmatypes`): TYPENAME, the C type, and the
+/// Rust type of one element (`long double` is moved as 16 opaque bytes).
+pub const RMA_TYPES: &[(&str, &str, &str)] = &[
+    ("float", "float", "f32"),
+    ("double", "double", "f64"),
+    ("longdouble", "long double", "[u8; 16]"),
+    ("char", "char", "i8"),
+    ("schar", "signed char", "i8"),
+    ("short", "short", "i16"),
+    ("int", "int", "i32"),
+    ("long", "long", "i64"),
+    ("longlong", "long long", "i64"),
+    ("uchar", "unsigned char", "u8"),
+    ("ushort", "unsigned short", "u16"),
+    ("uint", "unsigned int", "u32"),
+    ("ulong", "unsigned long", "u64"),
+    ("ulonglong", "unsigned long long", "u64"),
+    ("int8", "int8_t", "i8"),
+    ("int16", "int16_t", "i16"),
+    ("int32", "int32_t", "i32"),
+    ("int64", "int64_t", "i64"),
+    ("uint8", "uint8_t", "u8"),
+    ("uint16", "uint16_t", "u16"),
+    ("uint32", "uint32_t", "u32"),
+    ("uint64", "uint64_t", "u64"),
+    ("size", "size_t", "usize"),
+    ("ptrdiff", "ptrdiff_t", "isize"),
+];
+
+/// The element sizes, in bits, of the sized RMA routines (`shmem_put32`, `shmem_iget128`, …).
+pub const RMA_SIZES: &[usize] = &[8, 16, 32, 64, 128];

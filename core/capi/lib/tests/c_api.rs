@@ -1,0 +1,191 @@
+//! The C ABI from C and C++: the generated header, the exported symbols, and the C and C++
+//! conformance programs of `conformance/c/`, compiled with `oshcc`/`oshCC` and run with
+//! `oshrun` on 1, 2 and 4 PEs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/shmem.h"));
+const COMMITTED: &str = include_str!("../../include/shmem.h");
+
+/// `target/<profile>`, where `libshmem.so` and the tools are.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("tests run from target/<profile>/deps")
+        .to_path_buf()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..")
+}
+
+#[test]
+fn the_committed_header_is_the_generated_one() {
+    insta::assert_snapshot!("shmem.h", GENERATED);
+    if GENERATED != COMMITTED {
+        if std::env::var_os("SHMEM_UPDATE_HEADERS").is_some() {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../include/shmem.h");
+            std::fs::write(&path, GENERATED).expect("writing the header");
+        } else {
+            panic!(
+                "core/capi/include/shmem.h differs from what build.rs generates from the type \
+                 table; run `SHMEM_UPDATE_HEADERS=1 cargo test -p shmem-c` to update it"
+            );
+        }
+    }
+    assert!(GENERATED.contains(&format!("\"{}\"", shmem_vendor())));
+}
+
+/// The vendor string the header must carry: the Rust library's.
+fn shmem_vendor() -> &'static str {
+    // The C library's name routine returns the core's string; the header states the same.
+    concat!(
+        "shmem-rs ",
+        env!("CARGO_PKG_VERSION"),
+        " (CANN SHMEM semantics, OpenSHMEM 1.5)"
+    )
+}
+
+#[test]
+fn every_routine_of_the_header_is_exported() {
+    let lib = target_dir().join("libshmem.so");
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .expect("nm runs");
+    assert!(
+        out.status.success(),
+        "nm {}: {}",
+        lib.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exported: std::collections::HashSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(String::from))
+        .collect();
+    let declared: Vec<&str> = COMMITTED
+        .lines()
+        .filter(|l| l.ends_with(");") && !l.starts_with('#'))
+        .filter_map(|l| l.split('(').next()?.rsplit([' ', '*']).next())
+        .collect();
+    assert!(
+        declared.len() > 200,
+        "the header declares only {} routines",
+        declared.len()
+    );
+    let missing: Vec<&&str> = declared
+        .iter()
+        .filter(|f| !exported.contains(**f))
+        .collect();
+    assert!(missing.is_empty(), "declared but not exported: {missing:?}");
+    let soname = Command::new("readelf")
+        .arg("-d")
+        .arg(&lib)
+        .output()
+        .expect("readelf runs");
+    assert!(
+        String::from_utf8_lossy(&soname.stdout).contains("Library soname: [libshmem.so]"),
+        "libshmem.so has no soname"
+    );
+}
+
+/// Compiles `source` with `tool` and `flags` into a temporary file, returning its path.
+fn build(tool: &str, source: &str, flags: &[&str], dir: &Path) -> PathBuf {
+    let exe = dir.join(format!(
+        "{}-{}",
+        Path::new(source).file_stem().unwrap().to_string_lossy(),
+        flags.join("").replace(['-', '='], "")
+    ));
+    let out = Command::new(tool)
+        .args(flags)
+        .args(["-Wall", "-Wextra", "-Werror", "-O1", "-o"])
+        .arg(&exe)
+        .arg(repo().join(source))
+        .output()
+        .expect("the compiler wrapper runs");
+    assert!(
+        out.status.success(),
+        "{tool} {flags:?} {source} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Runs `exe` on `n` PEs with `oshrun` (bounded by a timeout) and returns its output.
+fn run(exe: &Path, n: u32) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+        .args(["-n", &n.to_string(), "--timeout", "120", "--"])
+        .arg(exe)
+        .env("SHMEM_TIMEOUT", "60")
+        .output()
+        .expect("oshrun runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{} on {n} PEs failed:\n{text}",
+        exe.display()
+    );
+    text
+}
+
+fn temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("shmem-c-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
+#[test]
+fn c_rma_program_passes_in_c99_and_c11_on_1_2_and_4_pes() {
+    let dir = temp_dir();
+    for std in ["-std=c99", "-std=c11"] {
+        let exe = build(
+            env!("CARGO_BIN_EXE_oshcc"),
+            "conformance/c/rma.c",
+            &[std],
+            &dir,
+        );
+        for n in [1, 2, 4] {
+            let out = run(&exe, n);
+            assert_eq!(
+                out.matches(" ok").count(),
+                n as usize,
+                "{std} on {n} PEs:\n{out}"
+            );
+            // The refused calls were reported, one line each, and did not crash anything.
+            assert!(out.contains("shmem_int_p: invalid parameter"), "{out}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn cpp_program_builds_with_osh_cc_and_runs() {
+    let dir = temp_dir().join("cpp");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshCC"),
+        "conformance/c/hello.cpp",
+        &["-std=c++17"],
+        &dir,
+    );
+    let out = run(&exe, 2);
+    assert_eq!(out.matches(": ok").count(), 2, "{out}");
+    let shown = Command::new(env!("CARGO_BIN_EXE_oshcc"))
+        .args(["-show", "-o", "x", "x.c"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("-lshmem") && shown.contains("-I"),
+        "oshcc -show: {shown}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
