@@ -14,96 +14,267 @@ struct Routine {
 
 const SAFETY: &str = "///\n/// # Safety\n///\n/// The routine's C contract: every pointer is valid for the elements the call names.\n";
 
-fn rma_routines() -> Vec<Routine> {
-    let mut out = Vec::new();
-    let mut both = |proto: String, rust: String| out.push(Routine { proto, rust });
-    // (TYPENAME, C type, Rust element type, element size expression)
-    let mut families: Vec<(String, String, String, String)> = RMA_TYPES
+/// Emits `shmem_{name}` and its context form `shmem_ctx_{name}`: `c_ret`/`rust_ret` are the
+/// return types ("void"/"()" for none), `params` the (C declaration, Rust declaration) pairs
+/// after the context, and `body` the Rust body, in which `ctx` is the context handle.
+fn emit(
+    out: &mut Vec<Routine>,
+    name: &str,
+    c_ret: &str,
+    rust_ret: &str,
+    params: &[(String, String)],
+    body: &str,
+) {
+    let c_params: Vec<&str> = params.iter().map(|(c, _)| c.as_str()).collect();
+    let r_params: Vec<&str> = params.iter().map(|(_, r)| r.as_str()).collect();
+    let ret = if rust_ret == "()" {
+        String::new()
+    } else {
+        format!(" -> {rust_ret}")
+    };
+    for ctx in [false, true] {
+        let f = if ctx {
+            format!("shmem_ctx_{name}")
+        } else {
+            format!("shmem_{name}")
+        };
+        let (c_all, r_all, ctx_let) = if ctx {
+            (
+                std::iter::once("shmem_ctx_t ctx")
+                    .chain(c_params.iter().copied())
+                    .collect::<Vec<_>>(),
+                std::iter::once("ctx: crate::ctx::shmem_ctx_t")
+                    .chain(r_params.iter().copied())
+                    .collect::<Vec<_>>(),
+                "",
+            )
+        } else {
+            (
+                c_params.clone(),
+                r_params.clone(),
+                "    let ctx = crate::ctx::default();\n",
+            )
+        };
+        let c_all = if c_all.is_empty() {
+            "void".to_string()
+        } else {
+            c_all.join(", ")
+        };
+        out.push(Routine {
+            proto: format!("{c_ret} {f}({c_all});"),
+            rust: format!(
+                "/// `{f}`.\n{SAFETY}#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {f}({}){ret} {{\n{ctx_let}    let name = \"{f}\";\n    // SAFETY: forwarded from the C contract.\n    unsafe {{ {body} }}\n}}\n",
+                r_all.join(", ")
+            ),
+        });
+    }
+}
+
+fn p(c: impl Into<String>, r: impl Into<String>) -> (String, String) {
+    (c.into(), r.into())
+}
+
+fn rma_routines(out: &mut Vec<Routine>) {
+    // (TYPENAME, C type, Rust element type, element size expression, sized family)
+    let mut families: Vec<(String, String, String, String, bool)> = RMA_TYPES
         .iter()
         .map(|(n, c, r)| {
             (
-                n.to_string(),
+                format!("{n}_"),
                 c.to_string(),
                 r.to_string(),
                 format!("size_of::<{r}>()"),
+                false,
             )
         })
         .collect();
-    // Sized and byte families take `void *`.
     for bits in RMA_SIZES {
         families.push((
             bits.to_string(),
             "void".into(),
             "u8".into(),
             format!("{}", bits / 8),
+            true,
         ));
     }
-    for (name, c, r, size) in &families {
-        let sized = c == "void";
-        let (ptr_c, cptr_c) = if sized {
-            ("void *".to_string(), "const void *".to_string())
-        } else {
-            (format!("{c} *"), format!("const {c} *"))
-        };
-        // shmem_TYPENAME_put or shmem_putSIZE
+    families.push(("mem".into(), "void".into(), "u8".into(), "1".into(), true));
+    for (name, c, r, size, sized) in &families {
+        // shmem_TYPENAME_put, shmem_put32, shmem_putmem; shmem_put32_nbi, …
         let nm = |op: &str| {
-            if sized {
-                format!(
-                    "shmem_{op_base}{name}{suffix}",
-                    op_base = op.split('_').next().unwrap(),
-                    suffix = op.strip_prefix(op.split('_').next().unwrap()).unwrap()
-                )
+            if *sized {
+                let (base, suffix) = op.split_once('_').map_or((op, ""), |(b, s)| (b, s));
+                if suffix.is_empty() {
+                    format!("{base}{name}")
+                } else {
+                    format!("{base}{name}_{suffix}")
+                }
             } else {
-                format!("shmem_{name}_{op}")
+                format!("{name}{op}")
             }
         };
-        for (op, nbi, is_put) in [
-            ("put", false, true),
-            ("get", false, false),
-            ("put_nbi", true, true),
-            ("get_nbi", true, false),
+        let (ptr, cptr) = (format!("{c} *"), format!("const {c} *"));
+        for (op, call, nbi) in [
+            ("put", "put", false),
+            ("get", "get", false),
+            ("put_nbi", "put", true),
+            ("get_nbi", "get", true),
         ] {
-            let f = nm(op);
-            let call = if is_put { "put" } else { "get" };
-            both(
-                format!("void {f}({ptr_c}dest, {cptr_c}source, size_t nelems, int pe);"),
-                format!(
-                    "/// `{f}`.\n{SAFETY}#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {f}(dest: *mut {r}, source: *const {r}, nelems: usize, pe: c_int) {{\n    // SAFETY: forwarded from the C contract.\n    unsafe {{ crate::rma::{call}(\"{f}\", dest.cast(), source.cast(), nelems, {size}, pe, {nbi}) }}\n}}\n"
+            emit(
+                out,
+                &nm(op),
+                "void",
+                "()",
+                &[
+                    p(format!("{ptr}dest"), format!("dest: *mut {r}")),
+                    p(format!("{cptr}source"), format!("source: *const {r}")),
+                    p("size_t nelems", "nelems: usize"),
+                    p("int pe", "pe: c_int"),
+                ],
+                &format!(
+                    "crate::rma::{call}(name, ctx, dest.cast(), source.cast(), nelems, {size}, pe, {nbi})"
                 ),
             );
         }
-        for (op, is_put) in [("iput", true), ("iget", false)] {
-            let f = nm(op);
-            let call = if is_put { "iput" } else { "iget" };
-            both(
-                format!(
-                    "void {f}({ptr_c}dest, {cptr_c}source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);"
-                ),
-                format!(
-                    "/// `{f}`.\n{SAFETY}#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {f}(dest: *mut {r}, source: *const {r}, dst: isize, sst: isize, nelems: usize, pe: c_int) {{\n    // SAFETY: forwarded from the C contract.\n    unsafe {{ crate::rma::{call}(\"{f}\", dest.cast(), source.cast(), dst, sst, nelems, {size}, pe) }}\n}}\n"
+        if name == "mem" {
+            continue; // there is no iputmem or igetmem
+        }
+        for op in ["iput", "iget"] {
+            emit(
+                out,
+                &nm(op),
+                "void",
+                "()",
+                &[
+                    p(format!("{ptr}dest"), format!("dest: *mut {r}")),
+                    p(format!("{cptr}source"), format!("source: *const {r}")),
+                    p("ptrdiff_t dst", "dst: isize"),
+                    p("ptrdiff_t sst", "sst: isize"),
+                    p("size_t nelems", "nelems: usize"),
+                    p("int pe", "pe: c_int"),
+                ],
+                &format!(
+                    "crate::rma::{op}(name, ctx, dest.cast(), source.cast(), dst, sst, nelems, {size}, pe)"
                 ),
             );
         }
         // p and g pass one element by value: not for the sized families, nor for long double
-        // (which Rust cannot take by value; a later C shim serves it).
-        if !sized && name != "longdouble" {
-            let f = format!("shmem_{name}_p");
-            both(
-                format!("void {f}({c} *dest, {c} value, int pe);"),
-                format!(
-                    "/// `{f}`.\n{SAFETY}#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {f}(dest: *mut {r}, value: {r}, pe: c_int) {{\n    // SAFETY: `value` lives for the call; `dest` per the C contract.\n    unsafe {{ crate::rma::put(\"{f}\", dest.cast(), (&raw const value).cast(), 1, {size}, pe, false) }}\n}}\n"
+        // (which Rust cannot take by value; a C shim will serve it).
+        if !sized && name != "longdouble_" {
+            emit(
+                out,
+                &nm("p"),
+                "void",
+                "()",
+                &[
+                    p(format!("{c} *dest"), format!("dest: *mut {r}")),
+                    p(format!("{c} value"), format!("value: {r}")),
+                    p("int pe", "pe: c_int"),
+                ],
+                &format!(
+                    "crate::rma::put(name, ctx, dest.cast(), (&raw const value).cast(), 1, {size}, pe, false)"
                 ),
             );
-            let f = format!("shmem_{name}_g");
-            both(
-                format!("{c} {f}(const {c} *source, int pe);"),
-                format!(
-                    "/// `{f}`.\n{SAFETY}#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {f}(source: *const {r}, pe: c_int) -> {r} {{\n    let mut value = <{r}>::default();\n    // SAFETY: `value` lives for the call; `source` per the C contract.\n    unsafe {{ crate::rma::get(\"{f}\", (&raw mut value).cast(), source.cast(), 1, {size}, pe, false) }};\n    value\n}}\n"
+            emit(
+                out,
+                &nm("g"),
+                c,
+                r,
+                &[
+                    p(format!("const {c} *source"), format!("source: *const {r}")),
+                    p("int pe", "pe: c_int"),
+                ],
+                &format!(
+                    "let mut value = <{r}>::default(); crate::rma::get(name, ctx, (&raw mut value).cast(), source.cast(), 1, {size}, pe, false); value"
                 ),
             );
         }
     }
-    out
+}
+
+fn amo_routines(out: &mut Vec<Routine>) {
+    for (name, c, r) in AMO_TYPES {
+        let standard = !matches!(*name, "float" | "double");
+        let bitwise = BITWISE_AMO_TYPES.contains(name);
+        let dest = || p(format!("{c} *dest"), format!("dest: *mut {r}"));
+        let value = |n: &str| p(format!("{c} {n}"), format!("{n}: {r}"));
+        let pe = || p("int pe", "pe: c_int");
+        let fetch = || p(format!("{c} *fetch"), format!("fetch: *mut {r}"));
+        let run = |call: &str, fetching: bool| {
+            let f = if fetching { "run" } else { "run_void" };
+            format!("crate::amo::{f}(name, ctx, dest, pe, |e, pe| e.{call})")
+        };
+        let mut ops: Vec<(&str, bool, Vec<&str>, String)> = vec![
+            ("fetch", true, vec![], "atomic_fetch(pe)".into()),
+            ("set", false, vec!["value"], "atomic_set(value, pe)".into()),
+            ("swap", true, vec!["value"], "atomic_swap(value, pe)".into()),
+        ];
+        if standard {
+            ops.extend([
+                (
+                    "compare_swap",
+                    true,
+                    vec!["cond", "value"],
+                    "atomic_compare_swap(cond, value, pe)".to_string(),
+                ),
+                ("fetch_inc", true, vec![], "atomic_fetch_inc(pe)".into()),
+                ("inc", false, vec![], "atomic_inc(pe)".into()),
+                (
+                    "fetch_add",
+                    true,
+                    vec!["value"],
+                    "atomic_fetch_add(value, pe)".into(),
+                ),
+                ("add", false, vec!["value"], "atomic_add(value, pe)".into()),
+            ]);
+        }
+        if bitwise {
+            for b in ["and", "or", "xor"] {
+                ops.push((
+                    Box::leak(format!("fetch_{b}").into_boxed_str()),
+                    true,
+                    vec!["value"],
+                    format!("atomic_fetch_{b}(value, pe)"),
+                ));
+                ops.push((b, false, vec!["value"], format!("atomic_{b}(value, pe)")));
+            }
+        }
+        for (op, fetching, args, call) in &ops {
+            let mut params = vec![if *op == "fetch" {
+                p(format!("const {c} *source"), format!("source: *const {r}"))
+            } else {
+                dest()
+            }];
+            params.extend(args.iter().map(|a| value(a)));
+            params.push(pe());
+            let body = if *op == "fetch" {
+                "let dest = source.cast_mut(); ".to_string() + &run(call, true)
+            } else {
+                run(call, *fetching)
+            };
+            let (c_ret, r_ret) = if *fetching { (*c, *r) } else { ("void", "()") };
+            emit(
+                out,
+                &format!("{name}_atomic_{op}"),
+                c_ret,
+                r_ret,
+                &params,
+                &body,
+            );
+            // The non-blocking fetching forms: the value is delivered to `*fetch`.
+            if *fetching {
+                let mut nbi = vec![fetch()];
+                nbi.extend(params.iter().cloned());
+                emit(
+                    out,
+                    &format!("{name}_atomic_{op}_nbi"),
+                    "void",
+                    "()",
+                    &nbi,
+                    &format!("let _ = name; let v = {{ {body} }}; crate::amo::deliver(fetch, v)"),
+                );
+            }
+        }
+    }
 }
 
 fn header(routines: &[Routine]) -> String {
@@ -114,7 +285,7 @@ fn header(routines: &[Routine]) -> String {
 #define SHMEM_MAJOR_VERSION 1\n#define SHMEM_MINOR_VERSION 5\n#define SHMEM_MAX_NAME_LEN 256\n\
 #define SHMEM_VENDOR_STRING \"shmem-rs 0.1.0 (CANN SHMEM semantics, OpenSHMEM 1.5)\"\n\n\
 #define SHMEM_THREAD_SINGLE 0\n#define SHMEM_THREAD_FUNNELED 1\n#define SHMEM_THREAD_SERIALIZED 2\n#define SHMEM_THREAD_MULTIPLE 3\n\n\
-#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+typedef struct shmem_ctx_opaque *shmem_ctx_t;\n#define SHMEM_CTX_SERIALIZED 1\n#define SHMEM_CTX_PRIVATE 2\n#define SHMEM_CTX_NOSTORE 4\n#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\nextern shmem_ctx_t SHMEM_CTX_DEFAULT;\n\n",
     );
     for p in SETUP_PROTOS {
         let _ = writeln!(h, "{p}");
@@ -146,15 +317,15 @@ const SETUP_PROTOS: &[&str] = &[
     "void shmem_sync_all(void);",
     "void shmem_quiet(void);",
     "void shmem_fence(void);",
+    "int shmem_ctx_create(long options, shmem_ctx_t *ctx);",
+    "void shmem_ctx_destroy(shmem_ctx_t ctx);",
+    "void shmem_ctx_quiet(shmem_ctx_t ctx);",
+    "void shmem_ctx_fence(shmem_ctx_t ctx);",
     "void *shmem_malloc(size_t size);",
     "void *shmem_calloc(size_t count, size_t size);",
     "void *shmem_align(size_t alignment, size_t size);",
     "void *shmem_realloc(void *ptr, size_t size);",
     "void shmem_free(void *ptr);",
-    "void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);",
-    "void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);",
-    "void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);",
-    "void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);",
 ];
 
 fn main() {
@@ -162,7 +333,9 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     // C programs link against libshmem.so and find it again by this name.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libshmem.so");
-    let routines = rma_routines();
+    let mut routines = Vec::new();
+    rma_routines(&mut routines);
+    amo_routines(&mut routines);
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let rust: String = routines
         .iter()

@@ -16,7 +16,9 @@
 //! byte form, blocking and non-blocking, strided); the other families follow.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod amo;
 mod boundary;
+pub mod ctx;
 pub mod heap;
 pub mod rma;
 pub mod setup;

@@ -8,7 +8,8 @@ use shmem_capi::raw;
 use shmem_core::{Error, Result};
 
 use crate::boundary::call;
-use crate::world::{offset, pe, world};
+use crate::ctx::{ctx_ref, shmem_ctx_t};
+use crate::world::{offset, pe};
 
 /// The bytes of `nelems` elements of `size` bytes.
 #[inline]
@@ -23,9 +24,11 @@ fn bytes(nelems: usize, size: usize) -> Result<usize> {
 /// # Safety
 ///
 /// `source` is readable for the bytes named (until the next quiet, for `nbi`).
+#[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) unsafe fn put(
     name: &str,
+    ctx: shmem_ctx_t,
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -38,15 +41,16 @@ pub(crate) unsafe fn put(
         if len == 0 {
             return Ok(());
         }
-        let w = world()?;
+        let c = ctx_ref(ctx)?;
+        let w = c.instance();
         let (dst, pe) = (offset(w, dest, len)?, pe(pe_)?);
         if nbi {
             // SAFETY: the C contract keeps `source` valid until the next quiet.
-            unsafe { raw::putmem_nbi(w.default_ctx(), dst, source.cast(), len, pe) }
+            unsafe { raw::putmem_nbi(c, dst, source.cast(), len, pe) }
         } else {
             // SAFETY: readable for `len` bytes per the C contract.
             let src = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), len) };
-            raw::putmem(w.default_ctx(), dst, src, pe)
+            raw::putmem(c, dst, src, pe)
         }
     });
 }
@@ -56,9 +60,11 @@ pub(crate) unsafe fn put(
 /// # Safety
 ///
 /// `dest` is writable for the bytes named (and untouched until the next quiet, for `nbi`).
+#[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) unsafe fn get(
     name: &str,
+    ctx: shmem_ctx_t,
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -71,15 +77,16 @@ pub(crate) unsafe fn get(
         if len == 0 {
             return Ok(());
         }
-        let w = world()?;
+        let c = ctx_ref(ctx)?;
+        let w = c.instance();
         let (src, pe) = (offset(w, source, len)?, pe(pe_)?);
         if nbi {
             // SAFETY: the C contract keeps `dest` valid and untouched until the next quiet.
-            unsafe { raw::getmem_nbi(w.default_ctx(), src, dest.cast(), len, pe) }
+            unsafe { raw::getmem_nbi(c, src, dest.cast(), len, pe) }
         } else {
             // SAFETY: writable for `len` bytes per the C contract.
             let dst = unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>(), len) };
-            raw::getmem(w.default_ctx(), src, dst, pe)
+            raw::getmem(c, src, dst, pe)
         }
     });
 }
@@ -137,6 +144,7 @@ fn local_len(nelems: usize, stride: isize) -> Result<usize> {
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iput(
     name: &str,
+    ctx: shmem_ctx_t,
     dest: *mut c_void,
     source: *const c_void,
     dst: isize,
@@ -154,13 +162,14 @@ pub(crate) unsafe fn iput(
                 "a negative source stride ({sst})"
             )));
         }
-        let w = world()?;
+        let c = ctx_ref(ctx)?;
+        let w = c.instance();
         let (first, pe) = (offset(w, dest, size)?, pe(pe_)?);
         let n = local_len(nelems, sst)?;
         by_size!(size, |T| {
             // SAFETY: readable for `n` elements per the C contract.
             let src = unsafe { std::slice::from_raw_parts(source.cast::<T>(), n) };
-            raw::iput::<T>(w.default_ctx(), first, dst, src, sst, nelems, pe)
+            raw::iput::<T>(c, first, dst, src, sst, nelems, pe)
         })
     });
 }
@@ -173,6 +182,7 @@ pub(crate) unsafe fn iput(
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iget(
     name: &str,
+    ctx: shmem_ctx_t,
     dest: *mut c_void,
     source: *const c_void,
     dst: isize,
@@ -190,77 +200,14 @@ pub(crate) unsafe fn iget(
                 "a negative destination stride ({dst})"
             )));
         }
-        let w = world()?;
+        let c = ctx_ref(ctx)?;
+        let w = c.instance();
         let (first, pe) = (offset(w, source, size)?, pe(pe_)?);
         let n = local_len(nelems, dst)?;
         by_size!(size, |T| {
             // SAFETY: writable for `n` elements per the C contract.
             let out = unsafe { std::slice::from_raw_parts_mut(dest.cast::<T>(), n) };
-            raw::iget::<T>(w.default_ctx(), first, sst, out, dst, nelems, pe)
+            raw::iget::<T>(c, first, sst, out, dst, nelems, pe)
         })
     });
-}
-
-/// `shmem_putmem`.
-///
-/// # Safety
-///
-/// `source` is readable for `nelems` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_putmem(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded from the C contract.
-    unsafe { put("shmem_putmem", dest, source, nelems, 1, pe, false) }
-}
-
-/// `shmem_getmem`.
-///
-/// # Safety
-///
-/// `dest` is writable for `nelems` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_getmem(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded from the C contract.
-    unsafe { get("shmem_getmem", dest, source, nelems, 1, pe, false) }
-}
-
-/// `shmem_putmem_nbi`.
-///
-/// # Safety
-///
-/// `source` stays readable for `nelems` bytes until the next quiet.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_putmem_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded from the C contract.
-    unsafe { put("shmem_putmem_nbi", dest, source, nelems, 1, pe, true) }
-}
-
-/// `shmem_getmem_nbi`.
-///
-/// # Safety
-///
-/// `dest` stays writable for `nelems` bytes, untouched, until the next quiet.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_getmem_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded from the C contract.
-    unsafe { get("shmem_getmem_nbi", dest, source, nelems, 1, pe, true) }
 }

@@ -32,3 +32,26 @@ pub const RMA_TYPES: &[(&str, &str, &str)] = &[
 
 /// The element sizes, in bits, of the sized RMA routines (`shmem_put32`, `shmem_iget128`, …).
 pub const RMA_SIZES: &[usize] = &[8, 16, 32, 64, 128];
+
+/// The extended AMO types (`fetch`, `set`, `swap`); all but `float` and `double` are the
+/// standard AMO types, which have every other atomic too: TYPENAME, C type, Rust type.
+pub const AMO_TYPES: &[(&str, &str, &str)] = &[
+    ("float", "float", "f32"),
+    ("double", "double", "f64"),
+    ("int", "int", "i32"),
+    ("long", "long", "i64"),
+    ("longlong", "long long", "i64"),
+    ("uint", "unsigned int", "u32"),
+    ("ulong", "unsigned long", "u64"),
+    ("ulonglong", "unsigned long long", "u64"),
+    ("int32", "int32_t", "i32"),
+    ("int64", "int64_t", "i64"),
+    ("uint32", "uint32_t", "u32"),
+    ("uint64", "uint64_t", "u64"),
+    ("size", "size_t", "usize"),
+    ("ptrdiff", "ptrdiff_t", "isize"),
+];
+
+/// The bitwise AMO types (`and`, `or`, `xor` and their fetching forms).
+pub const BITWISE_AMO_TYPES: &[&str] =
+    &["uint", "ulong", "ulonglong", "int32", "int64", "uint32", "uint64"];

@@ -1,0 +1,129 @@
+//! Contexts from C: `shmem_ctx_t` handles. `SHMEM_CTX_DEFAULT` is the default context of the
+//! default instance; a created context is a [`Context`] owned by the handle until
+//! `shmem_ctx_destroy`. Handles are checked against the live ones, so a destroyed or made-up
+//! handle is an error, not a read of freed memory.
+
+use std::collections::HashSet;
+use std::ffi::{c_int, c_long, c_void};
+use std::sync::Mutex;
+
+use shmem_core::{Context, CtxOptions, CtxRef, Error, Result};
+
+use crate::boundary::call;
+use crate::world::world;
+
+/// `shmem_ctx_t`.
+#[allow(non_camel_case_types)]
+pub type shmem_ctx_t = *mut c_void;
+
+/// A handle exported as a C object.
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct Handle(pub *mut c_void);
+
+// SAFETY: the handle is an address used as a name; it is never dereferenced through this type.
+unsafe impl Sync for Handle {}
+
+static DEFAULT_MARK: u8 = 0;
+
+/// `SHMEM_CTX_DEFAULT`.
+#[unsafe(no_mangle)]
+pub static SHMEM_CTX_DEFAULT: Handle = Handle((&raw const DEFAULT_MARK).cast_mut().cast());
+
+/// The addresses of the live created contexts.
+static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+fn live() -> std::sync::MutexGuard<'static, Option<HashSet<usize>>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The default context's handle.
+#[inline]
+pub(crate) fn default() -> shmem_ctx_t {
+    SHMEM_CTX_DEFAULT.0
+}
+
+/// The context a handle names.
+#[inline]
+pub(crate) fn ctx_ref(ctx: shmem_ctx_t) -> Result<CtxRef<'static>> {
+    if ctx == default() {
+        return Ok(world()?.default_ctx());
+    }
+    if ctx.is_null() || !live().as_ref().is_some_and(|l| l.contains(&(ctx as usize))) {
+        return Err(Error::InvalidParam(format!(
+            "{ctx:p} is not a live context (SHMEM_CTX_INVALID, destroyed, or never created)"
+        )));
+    }
+    // SAFETY: a live handle is a leaked `Box<Context>` until `shmem_ctx_destroy`, which the
+    // program may not call while it uses the handle (OpenSHMEM's rule).
+    Ok(unsafe { &*ctx.cast::<Context>() }.as_ref())
+}
+
+fn adopt(c: Context) -> shmem_ctx_t {
+    let ptr = Box::into_raw(Box::new(c)).cast::<c_void>();
+    live().get_or_insert_with(HashSet::new).insert(ptr as usize);
+    ptr
+}
+
+fn options(o: c_long) -> Result<CtxOptions> {
+    u32::try_from(o)
+        .ok()
+        .filter(|o| o & !0b111 == 0)
+        .map(CtxOptions)
+        .ok_or_else(|| {
+            Error::InvalidParam(format!(
+                "{o:#x} is not a combination of SHMEM_CTX_* options"
+            ))
+        })
+}
+
+/// `shmem_ctx_create`: 0, with `*ctx` set, or non-zero with `*ctx` set to `SHMEM_CTX_INVALID`.
+///
+/// # Safety
+///
+/// `ctx` is valid for a write of a handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_ctx_create(opts: c_long, ctx: *mut shmem_ctx_t) -> c_int {
+    if ctx.is_null() {
+        return call("shmem_ctx_create", -1, || {
+            Err(Error::InvalidParam("ctx is NULL".into()))
+        });
+    }
+    let made = call("shmem_ctx_create", None, || {
+        Ok(Some(adopt(world()?.ctx_create(options(opts)?)?)))
+    });
+    // SAFETY: non-null and valid per the contract.
+    unsafe { ctx.write(made.unwrap_or(std::ptr::null_mut())) };
+    if made.is_some() { 0 } else { -1 }
+}
+
+/// `shmem_ctx_destroy`: completes the context's operations and frees it; the default context
+/// and `SHMEM_CTX_INVALID` are left alone.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_ctx_destroy(ctx: shmem_ctx_t) {
+    if ctx.is_null() || ctx == default() {
+        return;
+    }
+    call("shmem_ctx_destroy", (), || {
+        if !live().as_mut().is_some_and(|l| l.remove(&(ctx as usize))) {
+            return Err(Error::InvalidParam(format!(
+                "{ctx:p} is not a live context"
+            )));
+        }
+        // SAFETY: it was live, so it is a leaked `Box<Context>`, and no longer listed.
+        let c = unsafe { Box::from_raw(ctx.cast::<Context>()) };
+        c.destroy()
+    });
+}
+
+/// `shmem_ctx_quiet`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_ctx_quiet(ctx: shmem_ctx_t) {
+    call("shmem_ctx_quiet", (), || ctx_ref(ctx)?.quiet());
+}
+
+/// `shmem_ctx_fence`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_ctx_fence(ctx: shmem_ctx_t) {
+    call("shmem_ctx_fence", (), || ctx_ref(ctx)?.fence());
+}
