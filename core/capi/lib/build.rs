@@ -52,7 +52,7 @@ fn emit(
             (
                 c_params.clone(),
                 r_params.clone(),
-                "    let ctx = crate::ctx::default();\n",
+                "    let ctx = crate::ctx::default();\n    let _ = ctx;\n",
             )
         };
         let c_all = if c_all.is_empty() {
@@ -277,6 +277,181 @@ fn amo_routines(out: &mut Vec<Routine>) {
     }
 }
 
+/// Emits `shmem_{name}` alone (the routines with no context form).
+fn emit_plain(
+    out: &mut Vec<Routine>,
+    name: &str,
+    c_ret: &str,
+    rust_ret: &str,
+    params: &[(String, String)],
+    body: &str,
+) {
+    let mut both = Vec::new();
+    emit(&mut both, name, c_ret, rust_ret, params, body);
+    out.push(both.remove(0));
+}
+
+fn p2p_routines(out: &mut Vec<Routine>) {
+    for (name, c, r) in AMO_TYPES
+        .iter()
+        .filter(|(n, _, _)| !matches!(*n, "float" | "double"))
+    {
+        let ivar = || p(format!("{c} *ivar"), format!("ivar: *mut {r}"));
+        let ivars = || p(format!("{c} *ivars"), format!("ivars: *mut {r}"));
+        let nelems = || p("size_t nelems", "nelems: usize");
+        let indices = || p("size_t *indices", "indices: *mut usize");
+        let status = || p("const int *status", "status: *const c_int");
+        let cmp = || p("int cmp", "cmp: c_int");
+        let value = || p(format!("{c} cmp_value"), format!("cmp_value: {r}"));
+        let values = || {
+            p(
+                format!("const {c} *cmp_values"),
+                format!("cmp_values: *const {r}"),
+            )
+        };
+        let set = "let v = crate::p2p::view(ivars, nelems)?; let st = crate::p2p::status(status, nelems); let c = crate::p2p::cmp(cmp)?;";
+        emit_plain(
+            out,
+            &format!("{name}_wait_until"),
+            "void",
+            "()",
+            &[ivar(), cmp(), value()],
+            "crate::p2p::run(name, 1, (), (), || crate::p2p::view(ivar, 1)?.elem(0).wait_until(crate::p2p::cmp(cmp)?, cmp_value).map(drop))",
+        );
+        emit_plain(
+            out,
+            &format!("{name}_test"),
+            "int",
+            "c_int",
+            &[ivar(), cmp(), value()],
+            "crate::p2p::run(name, 1, 0, 0, || Ok(c_int::from(crate::p2p::view(ivar, 1)?.elem(0).test(crate::p2p::cmp(cmp)?, cmp_value)?)))",
+        );
+        for vector in [false, true] {
+            let (sfx, rhs, arg) = if vector {
+                (
+                    "_vector",
+                    values(),
+                    "crate::p2p::values(cmp_values, nelems)?",
+                )
+            } else {
+                ("", value(), "cmp_value")
+            };
+            emit_plain(
+                out,
+                &format!("{name}_wait_until_all{sfx}"),
+                "void",
+                "()",
+                &[ivars(), nelems(), status(), cmp(), rhs.clone()],
+                &format!(
+                    "crate::p2p::run(name, nelems, (), (), || {{ {set} v.wait_until_all{sfx}(st, c, {arg}) }})"
+                ),
+            );
+            emit_plain(
+                out,
+                &format!("{name}_wait_until_any{sfx}"),
+                "size_t",
+                "usize",
+                &[ivars(), nelems(), status(), cmp(), rhs.clone()],
+                &format!(
+                    "crate::p2p::run(name, nelems, usize::MAX, usize::MAX, || {{ {set} Ok(v.wait_until_any{sfx}(st, c, {arg})?.unwrap_or(usize::MAX)) }})"
+                ),
+            );
+            emit_plain(
+                out,
+                &format!("{name}_wait_until_some{sfx}"),
+                "size_t",
+                "usize",
+                &[ivars(), nelems(), indices(), status(), cmp(), rhs.clone()],
+                &format!(
+                    "crate::p2p::run(name, nelems, 0, 0, || {{ {set} v.wait_until_some{sfx}(crate::p2p::indices(indices, nelems)?, st, c, {arg}) }})"
+                ),
+            );
+            emit_plain(
+                out,
+                &format!("{name}_test_all{sfx}"),
+                "int",
+                "c_int",
+                &[ivars(), nelems(), status(), cmp(), rhs.clone()],
+                &format!(
+                    "crate::p2p::run(name, nelems, 1, 0, || {{ {set} Ok(c_int::from(v.test_all{sfx}(st, c, {arg})?)) }})"
+                ),
+            );
+            emit_plain(
+                out,
+                &format!("{name}_test_any{sfx}"),
+                "size_t",
+                "usize",
+                &[ivars(), nelems(), status(), cmp(), rhs.clone()],
+                &format!(
+                    "crate::p2p::run(name, nelems, usize::MAX, usize::MAX, || {{ {set} Ok(v.test_any{sfx}(st, c, {arg})?.unwrap_or(usize::MAX)) }})"
+                ),
+            );
+            emit_plain(
+                out,
+                &format!("{name}_test_some{sfx}"),
+                "size_t",
+                "usize",
+                &[ivars(), nelems(), indices(), status(), cmp(), rhs.clone()],
+                &format!(
+                    "crate::p2p::run(name, nelems, 0, 0, || {{ {set} v.test_some{sfx}(crate::p2p::indices(indices, nelems)?, st, c, {arg}) }})"
+                ),
+            );
+        }
+    }
+}
+
+fn signal_routines(out: &mut Vec<Routine>) {
+    let mut families: Vec<(String, String, String, String, bool)> = RMA_TYPES
+        .iter()
+        .map(|(n, c, r)| {
+            (
+                format!("{n}_"),
+                c.to_string(),
+                r.to_string(),
+                format!("size_of::<{r}>()"),
+                false,
+            )
+        })
+        .collect();
+    for bits in RMA_SIZES {
+        families.push((
+            bits.to_string(),
+            "void".into(),
+            "u8".into(),
+            format!("{}", bits / 8),
+            true,
+        ));
+    }
+    families.push(("mem".into(), "void".into(), "u8".into(), "1".into(), true));
+    for (name, c, r, size, sized) in &families {
+        for nbi in ["", "_nbi"] {
+            let f = if *sized {
+                format!("put{name}_signal{nbi}")
+            } else {
+                format!("{name}put_signal{nbi}")
+            };
+            emit(
+                out,
+                &f,
+                "void",
+                "()",
+                &[
+                    p(format!("{c} *dest"), format!("dest: *mut {r}")),
+                    p(format!("const {c} *source"), format!("source: *const {r}")),
+                    p("size_t nelems", "nelems: usize"),
+                    p("uint64_t *sig_addr", "sig_addr: *mut u64"),
+                    p("uint64_t signal", "signal: u64"),
+                    p("int sig_op", "sig_op: c_int"),
+                    p("int pe", "pe: c_int"),
+                ],
+                &format!(
+                    "crate::p2p::put_signal(name, ctx, dest.cast(), source.cast(), nelems, {size}, sig_addr, signal, sig_op, pe)"
+                ),
+            );
+        }
+    }
+}
+
 fn header(routines: &[Routine]) -> String {
     let mut h = String::new();
     h.push_str(
@@ -285,7 +460,7 @@ fn header(routines: &[Routine]) -> String {
 #define SHMEM_MAJOR_VERSION 1\n#define SHMEM_MINOR_VERSION 5\n#define SHMEM_MAX_NAME_LEN 256\n\
 #define SHMEM_VENDOR_STRING \"shmem-rs 0.1.0 (CANN SHMEM semantics, OpenSHMEM 1.5)\"\n\n\
 #define SHMEM_THREAD_SINGLE 0\n#define SHMEM_THREAD_FUNNELED 1\n#define SHMEM_THREAD_SERIALIZED 2\n#define SHMEM_THREAD_MULTIPLE 3\n\n\
-typedef struct shmem_ctx_opaque *shmem_ctx_t;\n#define SHMEM_CTX_SERIALIZED 1\n#define SHMEM_CTX_PRIVATE 2\n#define SHMEM_CTX_NOSTORE 4\n#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\nextern shmem_ctx_t SHMEM_CTX_DEFAULT;\n\n",
+typedef struct shmem_ctx_opaque *shmem_ctx_t;\n#define SHMEM_CTX_SERIALIZED 1\n#define SHMEM_CTX_PRIVATE 2\n#define SHMEM_CTX_NOSTORE 4\n#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)\n\n#define SHMEM_CMP_EQ 0\n#define SHMEM_CMP_NE 1\n#define SHMEM_CMP_GT 2\n#define SHMEM_CMP_GE 3\n#define SHMEM_CMP_LT 4\n#define SHMEM_CMP_LE 5\n#define SHMEM_SIGNAL_SET 0\n#define SHMEM_SIGNAL_ADD 1\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\nextern shmem_ctx_t SHMEM_CTX_DEFAULT;\n\n",
     );
     for p in SETUP_PROTOS {
         let _ = writeln!(h, "{p}");
@@ -321,6 +496,15 @@ const SETUP_PROTOS: &[&str] = &[
     "void shmem_ctx_destroy(shmem_ctx_t ctx);",
     "void shmem_ctx_quiet(shmem_ctx_t ctx);",
     "void shmem_ctx_fence(shmem_ctx_t ctx);",
+    "uint64_t shmem_signal_fetch(const uint64_t *sig_addr);",
+    "uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);",
+    "void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe);",
+    "void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);",
+    "void shmem_ctx_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe);",
+    "void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe);",
+    "void shmem_set_lock(long *lock);",
+    "void shmem_clear_lock(long *lock);",
+    "int shmem_test_lock(long *lock);",
     "void *shmem_malloc(size_t size);",
     "void *shmem_calloc(size_t count, size_t size);",
     "void *shmem_align(size_t alignment, size_t size);",
@@ -336,6 +520,8 @@ fn main() {
     let mut routines = Vec::new();
     rma_routines(&mut routines);
     amo_routines(&mut routines);
+    p2p_routines(&mut routines);
+    signal_routines(&mut routines);
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let rust: String = routines
         .iter()

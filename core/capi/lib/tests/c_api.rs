@@ -188,6 +188,22 @@ fn c_amo_and_context_program_passes_on_1_2_and_4_pes() {
 }
 
 #[test]
+fn c_p2p_signal_and_lock_program_passes_on_1_2_and_4_pes() {
+    let dir = temp_dir("p2p");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/p2p.c",
+        &["-std=c11"],
+        &dir,
+    );
+    for n in [1, 2, 4] {
+        let out = run(&exe, n);
+        assert_eq!(out.matches(" ok").count(), n as usize, "on {n} PEs:\n{out}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn cpp_program_builds_with_osh_cc_and_runs() {
     let dir = temp_dir("cpp");
     let exe = build(
