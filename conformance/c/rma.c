@@ -117,6 +117,12 @@ int main(void) {
     shmem_barrier_all();
     CHECK(s[1] == 0, "a refused put wrote");
 
+    /* Hints change nothing on the simulator; pcontrol only records the level. */
+    void *h = shmem_malloc_with_hints(64, SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE);
+    CHECK(h != NULL && shmem_addr_accessible(h, right), "malloc_with_hints");
+    shmem_free(h);
+    shmem_pcontrol(1);
+
     /* realloc keeps the contents. */
     int *r = shmem_malloc(4 * sizeof(int));
     for (int i = 0; i < 4; i++) r[i] = me * 100 + i;

@@ -452,6 +452,109 @@ fn signal_routines(out: &mut Vec<Routine>) {
     }
 }
 
+fn coll_routines(out: &mut Vec<Routine>) {
+    let team = || p("shmem_team_t team", "team: crate::team::shmem_team_t");
+    let mut families: Vec<(String, String, String)> = RMA_TYPES
+        .iter()
+        .map(|(n, c, r)| (format!("{n}_"), c.to_string(), r.to_string()))
+        .collect();
+    families.push((String::new(), "void".into(), "u8".into()));
+    for (name, c, r) in &families {
+        // shmem_int_broadcast, or shmem_broadcastmem
+        let nm = |op: &str| {
+            if name.is_empty() {
+                format!("{op}mem")
+            } else {
+                format!("{name}{op}")
+            }
+        };
+        let dest = || p(format!("{c} *dest"), format!("dest: *mut {r}"));
+        let source = || p(format!("const {c} *source"), format!("source: *const {r}"));
+        let nelems = || p("size_t nelems", "nelems: usize");
+        emit_plain(
+            out,
+            &nm("broadcast"),
+            "int",
+            "c_int",
+            &[
+                team(),
+                dest(),
+                source(),
+                nelems(),
+                p("int PE_root", "pe_root: c_int"),
+            ],
+            "crate::coll::broadcast(name, team, dest, source, nelems, pe_root)",
+        );
+        for op in ["collect", "fcollect", "alltoall"] {
+            emit_plain(
+                out,
+                &nm(op),
+                "int",
+                "c_int",
+                &[team(), dest(), source(), nelems()],
+                &format!("crate::coll::{op}(name, team, dest, source, nelems)"),
+            );
+        }
+        emit_plain(
+            out,
+            &nm("alltoalls"),
+            "int",
+            "c_int",
+            &[
+                team(),
+                dest(),
+                source(),
+                p("ptrdiff_t dst", "dst: isize"),
+                p("ptrdiff_t sst", "sst: isize"),
+                nelems(),
+            ],
+            "crate::coll::alltoalls(name, team, dest, source, dst, sst, nelems)",
+        );
+    }
+    for (name, c, r) in REDUCE_TYPES {
+        let ops: &[(&str, &str)] = match *name {
+            "float" | "double" => &[
+                ("max", "Max"),
+                ("min", "Min"),
+                ("sum", "Sum"),
+                ("prod", "Prod"),
+            ],
+            _ if BITWISE_REDUCE_TYPES.contains(name) => &[
+                ("and", "And"),
+                ("or", "Or"),
+                ("xor", "Xor"),
+                ("max", "Max"),
+                ("min", "Min"),
+                ("sum", "Sum"),
+                ("prod", "Prod"),
+            ],
+            _ => &[
+                ("max", "Max"),
+                ("min", "Min"),
+                ("sum", "Sum"),
+                ("prod", "Prod"),
+            ],
+        };
+        for (op, rop) in ops {
+            emit_plain(
+                out,
+                &format!("{name}_{op}_reduce"),
+                "int",
+                "c_int",
+                &[
+                    team(),
+                    p(format!("{c} *dest"), format!("dest: *mut {r}")),
+                    p(format!("const {c} *source"), format!("source: *const {r}")),
+                    p("size_t nreduce", "nreduce: usize"),
+                ],
+                &format!(
+                    "crate::coll::reduce(name, shmem_core::ReduceOp::{rop}, team, dest, source, nreduce)"
+                ),
+            );
+        }
+    }
+}
+
 fn header(routines: &[Routine]) -> String {
     let mut h = String::new();
     h.push_str(
@@ -460,7 +563,7 @@ fn header(routines: &[Routine]) -> String {
 #define SHMEM_MAJOR_VERSION 1\n#define SHMEM_MINOR_VERSION 5\n#define SHMEM_MAX_NAME_LEN 256\n\
 #define SHMEM_VENDOR_STRING \"shmem-rs 0.1.0 (CANN SHMEM semantics, OpenSHMEM 1.5)\"\n\n\
 #define SHMEM_THREAD_SINGLE 0\n#define SHMEM_THREAD_FUNNELED 1\n#define SHMEM_THREAD_SERIALIZED 2\n#define SHMEM_THREAD_MULTIPLE 3\n\n\
-typedef struct shmem_ctx_opaque *shmem_ctx_t;\n#define SHMEM_CTX_SERIALIZED 1\n#define SHMEM_CTX_PRIVATE 2\n#define SHMEM_CTX_NOSTORE 4\n#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)\n\n#define SHMEM_CMP_EQ 0\n#define SHMEM_CMP_NE 1\n#define SHMEM_CMP_GT 2\n#define SHMEM_CMP_GE 3\n#define SHMEM_CMP_LT 4\n#define SHMEM_CMP_LE 5\n#define SHMEM_SIGNAL_SET 0\n#define SHMEM_SIGNAL_ADD 1\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\nextern shmem_ctx_t SHMEM_CTX_DEFAULT;\n\n",
+typedef struct shmem_ctx_opaque *shmem_ctx_t;\ntypedef struct shmem_team_opaque *shmem_team_t;\ntypedef struct { int num_contexts; } shmem_team_config_t;\n#define SHMEM_TEAM_INVALID ((shmem_team_t)0)\n#define SHMEM_TEAM_NUM_CONTEXTS 1L\n#define SHMEM_CTX_SERIALIZED 1\n#define SHMEM_CTX_PRIVATE 2\n#define SHMEM_CTX_NOSTORE 4\n#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)\n\n#define SHMEM_CMP_EQ 0\n#define SHMEM_CMP_NE 1\n#define SHMEM_CMP_GT 2\n#define SHMEM_CMP_GE 3\n#define SHMEM_CMP_LT 4\n#define SHMEM_CMP_LE 5\n#define SHMEM_SIGNAL_SET 0\n#define SHMEM_SIGNAL_ADD 1\n#define SHMEM_MALLOC_ATOMICS_REMOTE 1L\n#define SHMEM_MALLOC_SIGNAL_REMOTE 2L\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\nextern shmem_ctx_t SHMEM_CTX_DEFAULT;\nextern shmem_team_t SHMEM_TEAM_WORLD;\nextern shmem_team_t SHMEM_TEAM_SHARED;\n\n",
     );
     for p in SETUP_PROTOS {
         let _ = writeln!(h, "{p}");
@@ -502,10 +605,22 @@ const SETUP_PROTOS: &[&str] = &[
     "void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);",
     "void shmem_ctx_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe);",
     "void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe);",
+    "int shmem_team_my_pe(shmem_team_t team);",
+    "int shmem_team_n_pes(shmem_team_t team);",
+    "int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config_t *config);",
+    "int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team);",
+    "int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, int size, const shmem_team_config_t *config, long config_mask, shmem_team_t *new_team);",
+    "int shmem_team_split_2d(shmem_team_t parent_team, int xrange, const shmem_team_config_t *xaxis_config, long xaxis_mask, shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config, long yaxis_mask, shmem_team_t *yaxis_team);",
+    "void shmem_team_destroy(shmem_team_t team);",
+    "int shmem_team_sync(shmem_team_t team);",
+    "int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);",
+    "int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);",
     "void shmem_set_lock(long *lock);",
     "void shmem_clear_lock(long *lock);",
     "int shmem_test_lock(long *lock);",
     "void *shmem_malloc(size_t size);",
+    "void *shmem_malloc_with_hints(size_t size, long hints);",
+    "void shmem_pcontrol(const int level, ...);",
     "void *shmem_calloc(size_t count, size_t size);",
     "void *shmem_align(size_t alignment, size_t size);",
     "void *shmem_realloc(void *ptr, size_t size);",
@@ -522,6 +637,7 @@ fn main() {
     amo_routines(&mut routines);
     p2p_routines(&mut routines);
     signal_routines(&mut routines);
+    coll_routines(&mut routines);
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let rust: String = routines
         .iter()

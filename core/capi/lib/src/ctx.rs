@@ -59,7 +59,8 @@ pub(crate) fn ctx_ref(ctx: shmem_ctx_t) -> Result<CtxRef<'static>> {
     Ok(unsafe { &*ctx.cast::<Context>() }.as_ref())
 }
 
-fn adopt(c: Context) -> shmem_ctx_t {
+/// Makes a handle of a created context.
+pub(crate) fn adopt(c: Context) -> shmem_ctx_t {
     let ptr = Box::into_raw(Box::new(c)).cast::<c_void>();
     live().get_or_insert_with(HashSet::new).insert(ptr as usize);
     ptr

@@ -65,3 +65,14 @@ pub extern "C" fn shmem_free(ptr: *mut c_void) {
         raw::free(w, offset(w, ptr, 0)?)
     })
 }
+
+/// `shmem_malloc_with_hints`: as `shmem_malloc`; every block is placed the same way on the
+/// simulator, so the hints (and unknown hint bits, which OpenSHMEM requires to be ignored)
+/// change nothing.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_malloc_with_hints(size: usize, hints: std::ffi::c_long) -> *mut c_void {
+    let _ = hints;
+    call("shmem_malloc_with_hints", std::ptr::null_mut(), || {
+        address(raw::malloc(world()?, size)?)
+    })
+}

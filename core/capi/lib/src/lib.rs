@@ -18,11 +18,13 @@
 
 pub mod amo;
 mod boundary;
+pub mod coll;
 pub mod ctx;
 pub mod heap;
 pub mod p2p;
 pub mod rma;
 pub mod setup;
+pub mod team;
 mod world;
 
 /// The generated typed, sized and byte RMA routines (`shmem_TYPENAME_put`, `shmem_put32`, …).

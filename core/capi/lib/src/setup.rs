@@ -199,3 +199,11 @@ pub extern "C" fn shmem_quiet() {
 pub extern "C" fn shmem_fence() {
     call("shmem_fence", (), || world()?.fence());
 }
+
+/// `shmem_pcontrol(level, ...)`: records the profiling level; no profiling library is
+/// attached. The C declaration is variadic; the level is the only argument read, and both
+/// x86-64 and AArch64 Linux pass it as they pass a named argument of a non-variadic call.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_pcontrol(level: c_int) {
+    shmem_core::pcontrol(level);
+}

@@ -55,3 +55,37 @@ pub const AMO_TYPES: &[(&str, &str, &str)] = &[
 /// The bitwise AMO types (`and`, `or`, `xor` and their fetching forms).
 pub const BITWISE_AMO_TYPES: &[&str] =
     &["uint", "ulong", "ulonglong", "int32", "int64", "uint32", "uint64"];
+
+/// The team-based reduction types (OpenSHMEM 1.5 table `teamreducetypes`) but `long double`
+/// and the complex types, which a later part serves: TYPENAME, C type, Rust type.
+pub const REDUCE_TYPES: &[(&str, &str, &str)] = &[
+    ("char", "char", "i8"),
+    ("schar", "signed char", "i8"),
+    ("short", "short", "i16"),
+    ("int", "int", "i32"),
+    ("long", "long", "i64"),
+    ("longlong", "long long", "i64"),
+    ("ptrdiff", "ptrdiff_t", "isize"),
+    ("uchar", "unsigned char", "u8"),
+    ("ushort", "unsigned short", "u16"),
+    ("uint", "unsigned int", "u32"),
+    ("ulong", "unsigned long", "u64"),
+    ("ulonglong", "unsigned long long", "u64"),
+    ("int8", "int8_t", "i8"),
+    ("int16", "int16_t", "i16"),
+    ("int32", "int32_t", "i32"),
+    ("int64", "int64_t", "i64"),
+    ("uint8", "uint8_t", "u8"),
+    ("uint16", "uint16_t", "u16"),
+    ("uint32", "uint32_t", "u32"),
+    ("uint64", "uint64_t", "u64"),
+    ("size", "size_t", "usize"),
+    ("float", "float", "f32"),
+    ("double", "double", "f64"),
+];
+
+/// The reduction types with AND, OR and XOR.
+pub const BITWISE_REDUCE_TYPES: &[&str] = &[
+    "uchar", "ushort", "uint", "ulong", "ulonglong", "int8", "int16", "int32", "int64", "uint8",
+    "uint16", "uint32", "uint64", "size",
+];

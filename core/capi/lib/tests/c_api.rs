@@ -204,6 +204,22 @@ fn c_p2p_signal_and_lock_program_passes_on_1_2_and_4_pes() {
 }
 
 #[test]
+fn c_team_and_collective_program_passes_on_1_2_4_and_5_pes() {
+    let dir = temp_dir("coll");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/coll.c",
+        &["-std=c11"],
+        &dir,
+    );
+    for n in [1, 2, 4, 5] {
+        let out = run(&exe, n);
+        assert_eq!(out.matches(" ok").count(), n as usize, "on {n} PEs:\n{out}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn cpp_program_builds_with_osh_cc_and_runs() {
     let dir = temp_dir("cpp");
     let exe = build(
