@@ -555,6 +555,157 @@ fn coll_routines(out: &mut Vec<Routine>) {
     }
 }
 
+/// A deprecated atomic: its name, whether it fetches, its parameters and the Rust call.
+type LegacyOp<'a> = (&'a str, bool, Vec<(String, String)>, &'a str);
+
+/// The deprecated routines programs and benchmarks still call: the pre-1.4 atomic names, the
+/// `short`/`ushort` point-to-point forms and `shmem_TYPENAME_wait`.
+fn deprecated_routines(out: &mut Vec<Routine>) {
+    for (name, c, r) in AMO_TYPES
+        .iter()
+        .filter(|(n, _, _)| matches!(*n, "float" | "double" | "int" | "long" | "longlong"))
+    {
+        let extended_only = matches!(*name, "float" | "double");
+        let dest = || p(format!("{c} *dest"), format!("dest: *mut {r}"));
+        let value = |n: &str| p(format!("{c} {n}"), format!("{n}: {r}"));
+        let pe = || p("int pe", "pe: c_int");
+        let mut ops: Vec<LegacyOp<'_>> = vec![
+            (
+                "fetch",
+                true,
+                vec![
+                    p(format!("const {c} *source"), format!("source: *const {r}")),
+                    pe(),
+                ],
+                "atomic_fetch(pe)",
+            ),
+            (
+                "set",
+                false,
+                vec![dest(), value("value"), pe()],
+                "atomic_set(value, pe)",
+            ),
+            (
+                "swap",
+                true,
+                vec![dest(), value("value"), pe()],
+                "atomic_swap(value, pe)",
+            ),
+        ];
+        if !extended_only {
+            ops.extend([
+                (
+                    "cswap",
+                    true,
+                    vec![dest(), value("cond"), value("value"), pe()],
+                    "atomic_compare_swap(cond, value, pe)",
+                ),
+                ("finc", true, vec![dest(), pe()], "atomic_fetch_inc(pe)"),
+                ("inc", false, vec![dest(), pe()], "atomic_inc(pe)"),
+                (
+                    "fadd",
+                    true,
+                    vec![dest(), value("value"), pe()],
+                    "atomic_fetch_add(value, pe)",
+                ),
+                (
+                    "add",
+                    false,
+                    vec![dest(), value("value"), pe()],
+                    "atomic_add(value, pe)",
+                ),
+            ]);
+        }
+        for (op, fetching, params, call) in ops {
+            let f = if fetching { "run" } else { "run_void" };
+            let pre = if op == "fetch" {
+                "let dest = source.cast_mut(); "
+            } else {
+                ""
+            };
+            let (c_ret, r_ret) = if fetching { (*c, *r) } else { ("void", "()") };
+            emit_plain(
+                out,
+                &format!("{name}_{op}"),
+                c_ret,
+                r_ret,
+                &params,
+                &format!("{pre}crate::amo::{f}(name, ctx, dest, pe, |e, pe| e.{call})"),
+            );
+        }
+    }
+    for (name, c, r) in [
+        ("short", "short", "i16"),
+        ("ushort", "unsigned short", "u16"),
+    ] {
+        emit_plain(
+            out,
+            &format!("{name}_wait_until"),
+            "void",
+            "()",
+            &[
+                p(format!("{c} *ivar"), format!("ivar: *mut {r}")),
+                p("int cmp", "cmp: c_int"),
+                p(format!("{c} cmp_value"), format!("cmp_value: {r}")),
+            ],
+            "crate::p2p::run(name, 1, (), (), || crate::p2p::view(ivar, 1)?.elem(0).wait_until(crate::p2p::cmp(cmp)?, cmp_value).map(drop))",
+        );
+        emit_plain(
+            out,
+            &format!("{name}_test"),
+            "int",
+            "c_int",
+            &[
+                p(format!("{c} *ivar"), format!("ivar: *mut {r}")),
+                p("int cmp", "cmp: c_int"),
+                p(format!("{c} cmp_value"), format!("cmp_value: {r}")),
+            ],
+            "crate::p2p::run(name, 1, 0, 0, || Ok(c_int::from(crate::p2p::view(ivar, 1)?.elem(0).test(crate::p2p::cmp(cmp)?, cmp_value)?)))",
+        );
+    }
+    for (name, c, r) in [
+        ("short", "short", "i16"),
+        ("int", "int", "i32"),
+        ("long", "long", "i64"),
+        ("longlong", "long long", "i64"),
+    ] {
+        emit_plain(
+            out,
+            &format!("{name}_wait"),
+            "void",
+            "()",
+            &[
+                p(format!("{c} *ivar"), format!("ivar: *mut {r}")),
+                p(format!("{c} cmp_value"), format!("cmp_value: {r}")),
+            ],
+            "crate::p2p::run(name, 1, (), (), || crate::p2p::view(ivar, 1)?.elem(0).wait(cmp_value).map(drop))",
+        );
+    }
+    emit_plain(
+        out,
+        "wait_until",
+        "void",
+        "()",
+        &[
+            p("long *ivar", "ivar: *mut i64"),
+            p("int cmp", "cmp: c_int"),
+            p("long cmp_value", "cmp_value: i64"),
+        ],
+        "crate::p2p::run(name, 1, (), (), || crate::p2p::view(ivar, 1)?.elem(0).wait_until(crate::p2p::cmp(cmp)?, cmp_value).map(drop))",
+    );
+    emit_plain(
+        out,
+        "wait",
+        "void",
+        "()",
+        &[
+            p("long *ivar", "ivar: *mut i64"),
+            p("long cmp_value", "cmp_value: i64"),
+        ],
+        "crate::p2p::run(name, 1, (), (), || crate::p2p::view(ivar, 1)?.elem(0).wait(cmp_value).map(drop))",
+    );
+}
+
 fn header(routines: &[Routine]) -> String {
     let mut h = String::new();
     h.push_str(
@@ -620,6 +771,13 @@ const SETUP_PROTOS: &[&str] = &[
     "int shmem_test_lock(long *lock);",
     "void *shmem_malloc(size_t size);",
     "void *shmem_malloc_with_hints(size_t size, long hints);",
+    "void start_pes(int npes);",
+    "int _my_pe(void);",
+    "int _num_pes(void);",
+    "void *shmalloc(size_t size);",
+    "void shfree(void *ptr);",
+    "void *shrealloc(void *ptr, size_t size);",
+    "void *shmemalign(size_t alignment, size_t size);",
     "void shmem_pcontrol(const int level, ...);",
     "void *shmem_calloc(size_t count, size_t size);",
     "void *shmem_align(size_t alignment, size_t size);",
@@ -638,6 +796,7 @@ fn main() {
     p2p_routines(&mut routines);
     signal_routines(&mut routines);
     coll_routines(&mut routines);
+    deprecated_routines(&mut routines);
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let rust: String = routines
         .iter()

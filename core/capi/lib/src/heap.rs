@@ -76,3 +76,27 @@ pub extern "C" fn shmem_malloc_with_hints(size: usize, hints: std::ffi::c_long) 
         address(raw::malloc(world()?, size)?)
     })
 }
+
+/// `shmalloc` (deprecated): `shmem_malloc`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
+    shmem_malloc(size)
+}
+
+/// `shfree` (deprecated): `shmem_free`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shfree(ptr: *mut c_void) {
+    shmem_free(ptr)
+}
+
+/// `shrealloc` (deprecated): `shmem_realloc`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    shmem_realloc(ptr, size)
+}
+
+/// `shmemalign` (deprecated): `shmem_align`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
+    shmem_align(alignment, size)
+}

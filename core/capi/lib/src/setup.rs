@@ -207,3 +207,24 @@ pub extern "C" fn shmem_fence() {
 pub extern "C" fn shmem_pcontrol(level: c_int) {
     shmem_core::pcontrol(level);
 }
+
+/// `start_pes` (deprecated): `shmem_init`; the argument is ignored, as OpenSHMEM says.
+#[unsafe(no_mangle)]
+pub extern "C" fn start_pes(npes: c_int) {
+    let _ = npes;
+    if world().is_err() {
+        shmem_init();
+    }
+}
+
+/// `_my_pe` (deprecated): `shmem_my_pe`.
+#[unsafe(no_mangle)]
+pub extern "C" fn _my_pe() -> c_int {
+    shmem_my_pe()
+}
+
+/// `_num_pes` (deprecated): `shmem_n_pes`.
+#[unsafe(no_mangle)]
+pub extern "C" fn _num_pes() -> c_int {
+    shmem_n_pes()
+}
