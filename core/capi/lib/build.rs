@@ -157,6 +157,27 @@ fn rma_routines(out: &mut Vec<Routine>) {
                 ),
             );
         }
+        // OpenSHMEM 1.6's interleaved block transfers.
+        for (op, remote_dest) in [("ibput", true), ("ibget", false)] {
+            emit(
+                out,
+                &nm(op),
+                "void",
+                "()",
+                &[
+                    p(format!("{ptr}dest"), format!("dest: *mut {r}")),
+                    p(format!("{cptr}source"), format!("source: *const {r}")),
+                    p("ptrdiff_t dst", "dst: isize"),
+                    p("ptrdiff_t sst", "sst: isize"),
+                    p("size_t bsize", "bsize: usize"),
+                    p("size_t nblocks", "nblocks: usize"),
+                    p("int pe", "pe: c_int"),
+                ],
+                &format!(
+                    "crate::rma::iblock(name, ctx, dest.cast(), source.cast(), dst, sst, bsize, nblocks, {size}, pe, {remote_dest})"
+                ),
+            );
+        }
         // p and g pass one element by value: not for the sized families, nor for long double
         // (which Rust cannot take by value; a C shim will serve it).
         if !sized && name != "longdouble_" {
@@ -714,7 +735,7 @@ fn header(routines: &[Routine]) -> String {
 #define SHMEM_MAJOR_VERSION 1\n#define SHMEM_MINOR_VERSION 5\n#define SHMEM_MAX_NAME_LEN 256\n\
 #define SHMEM_VENDOR_STRING \"shmem-rs 0.1.0 (CANN SHMEM semantics, OpenSHMEM 1.5)\"\n\n\
 #define SHMEM_THREAD_SINGLE 0\n#define SHMEM_THREAD_FUNNELED 1\n#define SHMEM_THREAD_SERIALIZED 2\n#define SHMEM_THREAD_MULTIPLE 3\n\n\
-typedef struct shmem_ctx_opaque *shmem_ctx_t;\ntypedef struct shmem_team_opaque *shmem_team_t;\ntypedef struct { int num_contexts; } shmem_team_config_t;\n#define SHMEM_TEAM_INVALID ((shmem_team_t)0)\n#define SHMEM_TEAM_NUM_CONTEXTS 1L\n#define SHMEM_CTX_SERIALIZED 1\n#define SHMEM_CTX_PRIVATE 2\n#define SHMEM_CTX_NOSTORE 4\n#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)\n\n#define SHMEM_CMP_EQ 0\n#define SHMEM_CMP_NE 1\n#define SHMEM_CMP_GT 2\n#define SHMEM_CMP_GE 3\n#define SHMEM_CMP_LT 4\n#define SHMEM_CMP_LE 5\n#define SHMEM_SIGNAL_SET 0\n#define SHMEM_SIGNAL_ADD 1\n#define SHMEM_MALLOC_ATOMICS_REMOTE 1L\n#define SHMEM_MALLOC_SIGNAL_REMOTE 2L\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\nextern shmem_ctx_t SHMEM_CTX_DEFAULT;\nextern shmem_team_t SHMEM_TEAM_WORLD;\nextern shmem_team_t SHMEM_TEAM_SHARED;\n\n",
+typedef struct shmem_ctx_opaque *shmem_ctx_t;\ntypedef struct shmem_team_opaque *shmem_team_t;\ntypedef struct { int num_contexts; } shmem_team_config_t;\ntypedef struct { size_t total_ops; } shmem_ctx_session_config_t;\n#define SHMEM_CTX_SESSION_BATCH 1L\n#define SHMEM_CTX_SESSION_TOTAL_OPS 1L\n#define SHMEM_TEAM_INVALID ((shmem_team_t)0)\n#define SHMEM_TEAM_NUM_CONTEXTS 1L\n#define SHMEM_CTX_SERIALIZED 1\n#define SHMEM_CTX_PRIVATE 2\n#define SHMEM_CTX_NOSTORE 4\n#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)\n\n#define SHMEM_CMP_EQ 0\n#define SHMEM_CMP_NE 1\n#define SHMEM_CMP_GT 2\n#define SHMEM_CMP_GE 3\n#define SHMEM_CMP_LT 4\n#define SHMEM_CMP_LE 5\n#define SHMEM_SIGNAL_SET 0\n#define SHMEM_SIGNAL_ADD 1\n#define SHMEM_MALLOC_ATOMICS_REMOTE 1L\n#define SHMEM_MALLOC_SIGNAL_REMOTE 2L\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\nextern shmem_ctx_t SHMEM_CTX_DEFAULT;\nextern shmem_team_t SHMEM_TEAM_WORLD;\nextern shmem_team_t SHMEM_TEAM_SHARED;\n\n",
     );
     for p in SETUP_PROTOS {
         let _ = writeln!(h, "{p}");
@@ -750,6 +771,12 @@ const SETUP_PROTOS: &[&str] = &[
     "void shmem_ctx_destroy(shmem_ctx_t ctx);",
     "void shmem_ctx_quiet(shmem_ctx_t ctx);",
     "void shmem_ctx_fence(shmem_ctx_t ctx);",
+    "void shmem_pe_quiet(const int *target_pes, size_t npes);",
+    "void shmem_ctx_pe_quiet(shmem_ctx_t ctx, const int *target_pes, size_t npes);",
+    "void shmem_ctx_session_start(shmem_ctx_t ctx, long options, const shmem_ctx_session_config_t *config, long config_mask);",
+    "void shmem_ctx_session_stop(shmem_ctx_t ctx);",
+    "void shmem_query_initialized(int *initialized);",
+    "void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);",
     "uint64_t shmem_signal_fetch(const uint64_t *sig_addr);",
     "uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);",
     "void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe);",

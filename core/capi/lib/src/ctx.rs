@@ -128,3 +128,55 @@ pub extern "C" fn shmem_ctx_quiet(ctx: shmem_ctx_t) {
 pub extern "C" fn shmem_ctx_fence(ctx: shmem_ctx_t) {
     call("shmem_ctx_fence", (), || ctx_ref(ctx)?.fence());
 }
+
+/// `shmem_ctx_pe_quiet` (OpenSHMEM 1.6): completes the context's operations to the PEs named;
+/// here, all of the context's operations (a stronger completion the specification allows).
+///
+/// # Safety
+///
+/// `target_pes` is null or readable for `npes` values.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_ctx_pe_quiet(
+    ctx: shmem_ctx_t,
+    target_pes: *const c_int,
+    npes: usize,
+) {
+    call("shmem_ctx_pe_quiet", (), || {
+        let c = ctx_ref(ctx)?;
+        if npes > 0 && target_pes.is_null() {
+            return Err(Error::InvalidParam("target_pes is NULL".into()));
+        }
+        c.quiet()
+    });
+}
+
+/// `shmem_pe_quiet` (OpenSHMEM 1.6), on the default context.
+///
+/// # Safety
+///
+/// As for [`shmem_ctx_pe_quiet`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_pe_quiet(target_pes: *const c_int, npes: usize) {
+    // SAFETY: forwarded.
+    unsafe { shmem_ctx_pe_quiet(default(), target_pes, npes) }
+}
+
+/// `shmem_ctx_session_start` (OpenSHMEM 1.6): a performance hint, which the simulator, whose
+/// operations cost the same either way, takes note of and ignores.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_ctx_session_start(
+    ctx: shmem_ctx_t,
+    options: c_long,
+    config: *const c_void,
+    mask: c_long,
+) {
+    let _ = (options, config, mask);
+    call("shmem_ctx_session_start", (), || ctx_ref(ctx).map(drop));
+}
+
+/// `shmem_ctx_session_stop` (OpenSHMEM 1.6): ends the hinted session; as a session may batch
+/// operations, it completes the context's.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_ctx_session_stop(ctx: shmem_ctx_t) {
+    call("shmem_ctx_session_stop", (), || ctx_ref(ctx)?.quiet());
+}

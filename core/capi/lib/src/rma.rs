@@ -211,3 +211,74 @@ pub(crate) unsafe fn iget(
         })
     });
 }
+
+/// An interleaved block transfer (OpenSHMEM 1.6 `ibput`/`ibget`): block `b` of `bsize`
+/// elements of `size` bytes starts at element `b * sst` of the source and lands at element
+/// `b * dst` of the destination; `remote_dest` says which side is symmetric.
+///
+/// # Safety
+///
+/// The local side is readable (`ibput`) or writable (`ibget`) for every block.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iblock(
+    name: &str,
+    ctx: shmem_ctx_t,
+    dest: *mut c_void,
+    source: *const c_void,
+    dst: isize,
+    sst: isize,
+    bsize: usize,
+    nblocks: usize,
+    size: usize,
+    pe_: c_int,
+    remote_dest: bool,
+) {
+    call(name, (), || {
+        if bsize == 0 || nblocks == 0 {
+            return Ok(());
+        }
+        let (dst, sst) = match (usize::try_from(dst), usize::try_from(sst)) {
+            (Ok(d), Ok(s)) if d > 0 && s > 0 => (d, s),
+            _ => {
+                return Err(Error::InvalidParam(format!(
+                    "block strides {dst} and {sst} must be positive"
+                )));
+            }
+        };
+        let block = bytes(bsize, size)?;
+        let at = |stride: usize, b: usize| {
+            b.checked_mul(stride)
+                .and_then(|e| e.checked_mul(size))
+                .ok_or_else(|| {
+                    Error::InvalidParam(format!("block {b} at a stride of {stride} overflows"))
+                })
+        };
+        let c = ctx_ref(ctx)?;
+        let w = c.instance();
+        let pe = pe(pe_)?;
+        // Every block is checked before any moves, so a bad call moves nothing.
+        let remote = if remote_dest {
+            dest.cast_const()
+        } else {
+            source
+        };
+        let (rstride, lstride) = if remote_dest { (dst, sst) } else { (sst, dst) };
+        let first = offset(w, remote, block)?;
+        offset(w, remote, at(rstride, nblocks - 1)? + block)?;
+        at(lstride, nblocks - 1)?;
+        for b in 0..nblocks {
+            let (r, l) = (first + at(rstride, b)?, at(lstride, b)?);
+            if remote_dest {
+                // SAFETY: readable per the contract.
+                let src = unsafe { std::slice::from_raw_parts(source.cast::<u8>().add(l), block) };
+                raw::putmem(c, r, src, pe)?;
+            } else {
+                // SAFETY: writable per the contract.
+                let out =
+                    unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>().add(l), block) };
+                raw::getmem(c, r, out, pe)?;
+            }
+        }
+        Ok(())
+    });
+}

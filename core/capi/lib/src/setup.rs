@@ -228,3 +228,17 @@ pub extern "C" fn _my_pe() -> c_int {
 pub extern "C" fn _num_pes() -> c_int {
     shmem_n_pes()
 }
+
+/// `shmem_query_initialized` (OpenSHMEM 1.6): 1 between `shmem_init` and `shmem_finalize`.
+///
+/// # Safety
+///
+/// `initialized` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_query_initialized(initialized: *mut c_int) {
+    if !initialized.is_null() {
+        let live = world().is_ok_and(Instance::is_initialized);
+        // SAFETY: valid per the contract.
+        unsafe { initialized.write(c_int::from(live)) };
+    }
+}

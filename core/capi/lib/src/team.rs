@@ -274,3 +274,21 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: shmem_ctx_t, out: *mut shmem_te
     unsafe { out.write(found.unwrap_or(std::ptr::null_mut())) };
     if found.is_some() { 0 } else { -1 }
 }
+
+/// `shmem_team_ptr` (OpenSHMEM 1.6): where this process can load and store team PE `pe`'s
+/// copy of `dest`, or NULL.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_team_ptr(t: shmem_team_t, dest: *const c_void, pe: c_int) -> *mut c_void {
+    let (Ok(t), Ok(w), Ok(pe)) = (team(t), world(), u32::try_from(pe)) else {
+        return std::ptr::null_mut();
+    };
+    if crate::world::offset(w, dest, 0).is_err() {
+        return std::ptr::null_mut();
+    }
+    match t.to_instance_pe(pe) {
+        Ok(p) => w
+            .ptr(dest.cast(), p)
+            .map_or(std::ptr::null_mut(), |q| q.as_ptr().cast()),
+        Err(_) => std::ptr::null_mut(),
+    }
+}

@@ -236,6 +236,22 @@ fn c_deprecated_routines_program_passes_on_1_2_and_4_pes() {
 }
 
 #[test]
+fn c_openshmem_1_6_program_passes_on_1_2_and_4_pes() {
+    let dir = temp_dir("v16");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/v16.c",
+        &["-std=c11"],
+        &dir,
+    );
+    for n in [1, 2, 4] {
+        let out = run(&exe, n);
+        assert_eq!(out.matches(" ok").count(), n as usize, "on {n} PEs:\n{out}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn cpp_program_builds_with_osh_cc_and_runs() {
     let dir = temp_dir("cpp");
     let exe = build(

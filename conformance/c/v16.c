@@ -1,0 +1,75 @@
+/* v16.c: OpenSHMEM 1.6 additions through the C API: interleaved block transfers,
+ * pe_quiet, sessions, query_initialized, team_ptr, signal_add/set. */
+#include <shmem.h>
+#include <stdio.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                                  \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            fprintf(stderr, "PE %d: %s:%d: ", shmem_my_pe(), __FILE__, __LINE__);         \
+            fprintf(stderr, __VA_ARGS__);                                                 \
+            fputc('\n', stderr);                                                          \
+            failures++;                                                                   \
+        }                                                                                 \
+    } while (0)
+
+int main(void) {
+    int initialized = -1;
+    shmem_query_initialized(&initialized);
+    CHECK(initialized == 0, "initialized before init");
+    shmem_init();
+    shmem_query_initialized(&initialized);
+    CHECK(initialized == 1, "not initialized after init");
+    int me = shmem_my_pe(), n = shmem_n_pes(), right = (me + 1) % n;
+
+    /* ibput: 3 blocks of 2 elements, source stride 2 (contiguous), destination stride 5. */
+    long *d = shmem_calloc(16, sizeof(long));
+    long src[6] = {1, 2, 3, 4, 5, 6}, back[6] = {0};
+    shmem_long_ibput(d, src, 5, 2, 2, 3, right);
+    shmem_quiet();
+    shmem_barrier_all();
+    long want[16] = {1, 2, 0, 0, 0, 3, 4, 0, 0, 0, 5, 6, 0, 0, 0, 0};
+    for (int i = 0; i < 16; i++) CHECK(d[i] == want[i], "ibput element %d is %ld", i, d[i]);
+    shmem_long_ibget(back, d, 2, 5, 2, 3, me);
+    for (int i = 0; i < 6; i++) CHECK(back[i] == src[i], "ibget element %d is %ld", i, back[i]);
+    shmem_ibget64(back, d, 2, 5, 1, 2, me);
+    CHECK(back[0] == 1 && back[2] == 3, "ibget64");
+    shmem_barrier_all(); /* everyone has checked before the next puts land */
+
+    /* pe_quiet and a session around non-blocking puts. */
+    shmem_ctx_t ctx;
+    CHECK(shmem_ctx_create(0, &ctx) == 0, "ctx_create");
+    shmem_ctx_session_start(ctx, SHMEM_CTX_SESSION_BATCH, NULL, 0);
+    shmem_ctx_long_put_nbi(ctx, &d[15], &src[5], 1, right);
+    shmem_ctx_session_stop(ctx);
+    int targets[1] = {right};
+    shmem_ctx_pe_quiet(ctx, targets, 1);
+    shmem_pe_quiet(targets, 1);
+    shmem_barrier_all();
+    CHECK(d[15] == 6, "put_nbi in a session");
+    shmem_ctx_destroy(ctx);
+
+    /* team_ptr numbers PEs in the team. */
+    CHECK(shmem_team_ptr(SHMEM_TEAM_WORLD, d, me) == (void *)d, "team_ptr of this PE");
+    CHECK(shmem_team_ptr(SHMEM_TEAM_WORLD, d, n) == NULL, "team_ptr beyond the team");
+
+    /* signal_set and signal_add. */
+    uint64_t *sig = shmem_calloc(1, sizeof(uint64_t));
+    shmem_barrier_all();
+    shmem_signal_add(sig, 1, 0);
+    shmem_barrier_all();
+    if (me == 0) {
+        CHECK(shmem_signal_fetch(sig) == (uint64_t)n, "signal_add sum");
+        shmem_signal_set(sig, 42, 0);
+        CHECK(shmem_signal_wait_until(sig, SHMEM_CMP_EQ, 42) == 42, "signal_set");
+    }
+    shmem_barrier_all();
+    shmem_free(sig);
+    shmem_free(d);
+    if (failures == 0) printf("v16: PE %d of %d ok\n", me, n);
+    shmem_finalize();
+    shmem_query_initialized(&initialized);
+    CHECK(initialized == 0, "initialized after finalize");
+    return failures ? 1 : 0;
+}
