@@ -8,13 +8,42 @@ use std::process::Command;
 const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/shmem.h"));
 const COMMITTED: &str = include_str!("../../include/shmem.h");
 
-/// `target/<profile>`, where `libshmem.so` and the tools are.
+/// `target/<profile>`, where `libshmem.so` and the tools are, once `libshmem.so` is built.
+///
+/// `cargo test` builds the package's binaries (`oshcc`, `oshrun`) for these tests, but not its
+/// `cdylib`, which no target links; so the tests build it themselves, once, with the same cargo
+/// and profile (cargo does not hold the build directory while tests run). This keeps the
+/// library the C programs link always the one of this source tree, never a stale one.
 fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("tests run from target/<profile>/deps")
-        .to_path_buf()
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("the test knows its path");
+            let dir = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("tests run from target/<profile>/deps")
+                .to_path_buf();
+            let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+            let profile = if profile == "debug" { "dev" } else { profile };
+            let out = Command::new(env!("CARGO"))
+                .args(["build", "-p", "shmem-c", "--lib", "--profile", profile])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .expect("cargo runs");
+            assert!(
+                out.status.success(),
+                "building libshmem.so failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                dir.join("libshmem.so").is_file(),
+                "no libshmem.so in {}",
+                dir.display()
+            );
+            dir
+        })
+        .clone()
 }
 
 fn repo() -> PathBuf {
@@ -94,6 +123,7 @@ fn every_routine_of_the_header_is_exported() {
 
 /// Compiles `source` with `tool` and `flags` into a temporary file, returning its path.
 fn build(tool: &str, source: &str, flags: &[&str], dir: &Path) -> PathBuf {
+    target_dir();
     let exe = dir.join(format!(
         "{}-{}",
         Path::new(source).file_stem().unwrap().to_string_lossy(),
