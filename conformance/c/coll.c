@@ -1,6 +1,7 @@
 /* coll.c: teams, team-based collectives and reductions through the OpenSHMEM C API.
  * Exits non-zero on the first failed check. */
 #include <shmem.h>
+#include <complex.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,6 +80,18 @@ int main(void) {
     CHECK(shmem_int_sum_reduce(SHMEM_TEAM_WORLD, isum, isum, 1) == 0 && *isum == n * (n + 1) / 2, "sum_reduce %d", *isum);
     CHECK(shmem_uint64_or_reduce(SHMEM_TEAM_WORLD, bits, bits, 1) == 0, "or_reduce");
     CHECK(shmem_double_prod_reduce(SHMEM_TEAM_WORLD, prod, prod, 1) == 0 && *prod == (double)(1ull << n), "prod_reduce %g", *prod);
+    /* long double and complex reductions. */
+    long double *ld = shmem_malloc(sizeof(long double));
+    double _Complex *z = shmem_malloc(sizeof(double _Complex));
+    *ld = 0.5L * (me + 1);
+    *z = (double)me + 1.0 * I;
+    shmem_barrier_all();
+    CHECK(shmem_longdouble_max_reduce(SHMEM_TEAM_WORLD, ld, ld, 1) == 0 && *ld == 0.5L * n, "longdouble max");
+    CHECK(shmem_complexd_sum_reduce(SHMEM_TEAM_WORLD, z, z, 1) == 0, "complexd sum");
+    CHECK(creal(*z) == n * (n - 1) / 2.0 && cimag(*z) == (double)n, "complexd sum value");
+    shmem_free(z);
+    shmem_free(ld);
+
     /* Bad input: an invalid team is refused. */
     CHECK(shmem_int_sum_reduce(SHMEM_TEAM_INVALID, isum, isum, 1) != 0, "a reduction on no team");
 

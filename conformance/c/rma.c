@@ -61,6 +61,7 @@ int main(void) {
     TYPED(ulonglong, unsigned long long, 0xfedcba9876543210ull, 2);
     TYPED(float, float, 1.5f, -2.25f);
     TYPED(double, double, 3.141592653589793, -1e300);
+    TYPED(longdouble, long double, 1.0L / 3.0L, -2.5e4000L);
     TYPED(int8, int8_t, -100, 100);
     TYPED(int16, int16_t, -30000, 30000);
     TYPED(int32, int32_t, -2000000000, 2000000000);

@@ -532,14 +532,20 @@ fn coll_routines(out: &mut Vec<Routine>) {
             "crate::coll::alltoalls(name, team, dest, source, dst, sst, nelems)",
         );
     }
-    for (name, c, r) in REDUCE_TYPES {
+    let extra: &[(&str, &str, &str)] = &[
+        ("longdouble", "long double", "crate::longdouble::LongDouble"),
+        ("complexd", "double _Complex", "shmem_core::Complex64"),
+        ("complexf", "float _Complex", "shmem_core::Complex32"),
+    ];
+    for (name, c, r) in REDUCE_TYPES.iter().chain(extra) {
         let ops: &[(&str, &str)] = match *name {
-            "float" | "double" => &[
+            "float" | "double" | "longdouble" => &[
                 ("max", "Max"),
                 ("min", "Min"),
                 ("sum", "Sum"),
                 ("prod", "Prod"),
             ],
+            "complexd" | "complexf" => &[("sum", "Sum"), ("prod", "Prod")],
             _ if BITWISE_REDUCE_TYPES.contains(name) => &[
                 ("and", "And"),
                 ("or", "Or"),
@@ -793,6 +799,10 @@ const SETUP_PROTOS: &[&str] = &[
     "int shmem_team_sync(shmem_team_t team);",
     "int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);",
     "int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);",
+    "void shmem_longdouble_p(long double *dest, long double value, int pe);",
+    "void shmem_ctx_longdouble_p(shmem_ctx_t ctx, long double *dest, long double value, int pe);",
+    "long double shmem_longdouble_g(const long double *source, int pe);",
+    "long double shmem_ctx_longdouble_g(shmem_ctx_t ctx, const long double *source, int pe);",
     "void shmem_set_lock(long *lock);",
     "void shmem_clear_lock(long *lock);",
     "int shmem_test_lock(long *lock);",
@@ -815,6 +825,12 @@ const SETUP_PROTOS: &[&str] = &[
 fn main() {
     println!("cargo:rerun-if-changed=src/table.rs");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/longdouble.c");
+    // What Rust cannot express: `long double` by value and its arithmetic.
+    cc::Build::new()
+        .file("src/longdouble.c")
+        .warnings(true)
+        .compile("shmem_longdouble");
     // C programs link against libshmem.so and find it again by this name.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libshmem.so");
     let mut routines = Vec::new();

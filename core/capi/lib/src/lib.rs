@@ -21,6 +21,7 @@ mod boundary;
 pub mod coll;
 pub mod ctx;
 pub mod heap;
+pub mod longdouble;
 pub mod p2p;
 pub mod rma;
 pub mod setup;

@@ -121,6 +121,33 @@ fn every_routine_of_the_header_is_exported() {
     );
 }
 
+/// Every current OpenSHMEM 1.5 link symbol (functions and the `SHMEM_TEAM_WORLD`,
+/// `SHMEM_TEAM_SHARED` and `SHMEM_CTX_DEFAULT` handles), from the specification's type tables.
+const OPENSHMEM_1_5: &str = include_str!("openshmem-1.5-symbols.txt");
+
+#[test]
+fn every_openshmem_1_5_symbol_is_exported() {
+    let lib = target_dir().join("libshmem.so");
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .expect("nm runs");
+    let exported: std::collections::HashSet<&str> = std::str::from_utf8(&out.stdout)
+        .expect("nm prints text")
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    let wanted: Vec<&str> = OPENSHMEM_1_5.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(wanted.len(), 1510, "the list of OpenSHMEM 1.5 symbols");
+    let missing: Vec<&&str> = wanted.iter().filter(|s| !exported.contains(**s)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of 1510 not exported: {missing:?}",
+        missing.len()
+    );
+}
+
 /// Compiles `source` with `tool` and `flags` into a temporary file, returning its path.
 fn build(tool: &str, source: &str, flags: &[&str], dir: &Path) -> PathBuf {
     target_dir();
