@@ -65,6 +65,20 @@ int main(void) {
         CHECK(shmem_signal_wait_until(sig, SHMEM_CMP_EQ, 42) == 42, "signal_set");
     }
     shmem_barrier_all();
+    /* Prefix sums over the world team. */
+    int *x = shmem_malloc(2 * sizeof(int));
+    x[0] = me + 1;
+    x[1] = 10;
+    shmem_barrier_all();
+    CHECK(shmem_int_sum_inscan(SHMEM_TEAM_WORLD, x, x, 2) == 0, "sum_inscan");
+    CHECK(x[0] == (me + 1) * (me + 2) / 2 && x[1] == 10 * (me + 1), "sum_inscan values %d %d", x[0], x[1]);
+    double *y = shmem_malloc(sizeof(double)), *z = shmem_malloc(sizeof(double));
+    *y = 1.5;
+    shmem_barrier_all();
+    CHECK(shmem_double_sum_exscan(SHMEM_TEAM_WORLD, z, y, 1) == 0 && *z == 1.5 * me, "sum_exscan %g", *z);
+    shmem_free(z);
+    shmem_free(y);
+    shmem_free(x);
     shmem_free(sig);
     shmem_free(d);
     if (failures == 0) printf("v16: PE %d of %d ok\n", me, n);

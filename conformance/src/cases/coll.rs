@@ -26,6 +26,9 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("coll::back_to_back_collectives_do_not_race", |c| {
             on_both_instances(c, back_to_back)
         }),
+        Case::new("coll::sum_scans_inclusive_and_exclusive", |c| {
+            on_both_instances(c, scans)
+        }),
         Case::new("coll::bad_input_is_refused", |c| {
             on_both_instances(c, bad_input)
         }),
@@ -44,6 +47,73 @@ pub(crate) fn cases() -> Vec<Case> {
 
 /// The full tier's extra PE counts for the collective and team cases.
 pub(crate) const WIDE: &[u32] = &[3, 5, 9, 17];
+
+/// OpenSHMEM 1.6's prefix sums on the world team and on a strided sub-team, into another
+/// array and in place: rank r gets the sum of ranks 0..=r (inclusive) or 0..r (exclusive).
+fn scans(inst: &Instance) -> Outcome {
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let len = 300usize;
+    let src = inst.calloc::<i64>(len)?;
+    let dst = inst.calloc::<i64>(len)?;
+    let f = inst.calloc::<f64>(2)?;
+    let value = |r: u32, i: usize| i64::from(r + 1) * 1000 + i as i64;
+    let prefix = |upto: u32, i: usize| (0..upto).map(|r| value(r, i)).sum::<i64>();
+    let world = inst.team_world();
+    for round in 0..3 {
+        src.as_slice()
+            .put(&(0..len).map(|i| value(me, i)).collect::<Vec<_>>(), me)?;
+        world.sum_inscan(dst.as_slice(), src.as_slice())?;
+        let got = dst.as_slice().to_vec(me)?;
+        check!(
+            (0..len).all(|i| got[i] == prefix(me + 1, i)),
+            "round {round}: inscan on rank {me}: {:?}",
+            &got[..3]
+        );
+        world.sum_exscan(dst.as_slice(), src.as_slice())?;
+        let got = dst.as_slice().to_vec(me)?;
+        check!(
+            (0..len).all(|i| got[i] == prefix(me, i)),
+            "round {round}: exscan on rank {me}: {:?}",
+            &got[..3]
+        );
+        // In place.
+        world.sum_exscan(src.as_slice(), src.as_slice())?;
+        let got = src.as_slice().to_vec(me)?;
+        check!(
+            (0..len).all(|i| got[i] == prefix(me, i)),
+            "in-place exscan on rank {me}"
+        );
+    }
+    // Floats, on the odd members of a strided team.
+    let odds = world.split_strided(
+        1 % n as i32,
+        2,
+        (n / 2).max(1) as i32,
+        TeamConfig::default(),
+    );
+    if let Ok(Some(t)) = odds {
+        let r = t.my_pe();
+        f.as_slice().put(&[0.5 * f64::from(r + 1), -1.0], me)?;
+        t.sum_inscan(f.as_slice(), f.as_slice())?;
+        let got = f.as_slice().to_vec(me)?;
+        let want = 0.5 * f64::from((r + 1) * (r + 2) / 2);
+        check_eq!(
+            got,
+            vec![want, -f64::from(r + 1)],
+            "float inscan on team rank {r}"
+        );
+        inst.barrier_all()?;
+        t.destroy()?;
+    } else {
+        odds?;
+        inst.barrier_all()?;
+    }
+    for b in [src, dst] {
+        b.free()?;
+    }
+    f.free()?;
+    Ok(())
+}
 
 fn broadcast(inst: &Instance) -> Outcome {
     let (me, n) = (inst.my_pe(), inst.n_pes());

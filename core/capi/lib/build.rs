@@ -562,6 +562,21 @@ fn coll_routines(out: &mut Vec<Routine>) {
                 ("prod", "Prod"),
             ],
         };
+        for (op, inclusive) in [("sum_inscan", true), ("sum_exscan", false)] {
+            emit_plain(
+                out,
+                &format!("{name}_{op}"),
+                "int",
+                "c_int",
+                &[
+                    team(),
+                    p(format!("{c} *dest"), format!("dest: *mut {r}")),
+                    p(format!("const {c} *source"), format!("source: *const {r}")),
+                    p("size_t nelems", "nelems: usize"),
+                ],
+                &format!("crate::coll::scan(name, {inclusive}, team, dest, source, nelems)"),
+            );
+        }
         for (op, rop) in ops {
             emit_plain(
                 out,

@@ -30,6 +30,7 @@
 
 mod exchange;
 mod reduce;
+mod scan;
 
 pub use reduce::{Complex32, Complex64, ReduceOp, Reducible};
 

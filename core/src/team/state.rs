@@ -46,8 +46,12 @@ pub(crate) mod words {
     pub(crate) const ENTERED: u64 = 640;
     /// A split's agreements on this parent: two words reduced in place.
     pub(crate) const SPLIT: u64 = 704;
+    /// Scans: the previous member's prefix is in its `dest` (set by it).
+    pub(crate) const SCAN: u64 = 768;
+    /// Scans: the next member has read this PE's prefix (set by it).
+    pub(crate) const SCAN_ACK: u64 = 832;
 }
-const _: () = assert!(words::SPLIT + 16 <= SYNC_ARRAY_SIZE);
+const _: () = assert!(words::SCAN_ACK + 8 <= SYNC_ARRAY_SIZE);
 
 /// A wait until this PE's 64-bit sync word at `offset` is at least `threshold`.
 pub(crate) fn at_least(offset: usize, threshold: u64) -> WaitWord {
@@ -113,6 +117,8 @@ pub(crate) struct CollCounters {
     pub gather: [u64; 2],
     /// RESULT signals this PE has waited for.
     pub result: u64,
+    /// Scans begun on the team (the value of SCAN and SCAN_ACK they set).
+    pub scans: u64,
 }
 
 /// One team's state on this PE.

@@ -163,3 +163,24 @@ pub(crate) fn reduce<T: Reducible>(
         t.reduce(op, view(w, dest, nreduce)?, view(w, source, nreduce)?)
     })
 }
+
+/// `shmem_TYPENAME_sum_inscan` and `_sum_exscan` (OpenSHMEM 1.6).
+pub(crate) fn scan<T: Reducible>(
+    name: &str,
+    inclusive: bool,
+    t: shmem_team_t,
+    dest: *mut T,
+    source: *const T,
+    nelems: usize,
+) -> c_int {
+    run(name, || {
+        let t = team(t)?;
+        let w = crate::world::world()?;
+        let (d, s) = (view(w, dest, nelems)?, view(w, source, nelems)?);
+        if inclusive {
+            t.sum_inscan(d, s)
+        } else {
+            t.sum_exscan(d, s)
+        }
+    })
+}
