@@ -16,6 +16,27 @@ pub const RADIX: u32 = 8;
 /// How often a polling wait consults its watchdog.
 const CHECK_EVERY: Duration = Duration::from_millis(10);
 
+/// What a wait does when its watchdog ends it with `e`: a condition that holds, or comes to
+/// hold within a short grace after a peer's death, wins, so that a satisfied wait never fails
+/// because a peer died just after doing its part (a PE released from a barrier that then
+/// crashes, while the release of the others is still on its way).
+pub fn settle(
+    e: TransportError,
+    pred: &mut dyn FnMut() -> Result<bool, TransportError>,
+) -> Result<(), TransportError> {
+    const GRACE: Duration = Duration::from_millis(200);
+    let grace = matches!(e, TransportError::PeerLost { .. }).then(|| Instant::now() + GRACE);
+    loop {
+        if pred()? {
+            return Ok(());
+        }
+        match grace {
+            Some(end) if Instant::now() < end => std::thread::sleep(Duration::from_millis(1)),
+            _ => return Err(e),
+        }
+    }
+}
+
 /// Polls `pred` until it holds: a few spins, then yields, then sleeps of growing length (up to
 /// 1 ms), consulting `watchdog` at least every 10 ms.
 ///
@@ -49,7 +70,9 @@ pub fn poll(
         let now = Instant::now();
         if now - last_check >= CHECK_EVERY {
             last_check = now;
-            watchdog.check(now - start, what)?;
+            if let Err(e) = watchdog.check(now - start, what) {
+                return settle(e, pred);
+            }
         }
     }
     unreachable!("the loop only ends by returning")

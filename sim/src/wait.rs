@@ -51,7 +51,9 @@ pub(crate) fn wait_until(
         }
     }
     loop {
-        watchdog.check(start.elapsed(), what)?;
+        if let Err(e) = watchdog.check(start.elapsed(), what) {
+            return shmem_backend::sync::settle(e, pred);
+        }
         let mut failed = None;
         control.sleep(
             watch.offset,
