@@ -2,17 +2,7 @@
  * shmalloc, the pre-1.4 atomic names, shmem_wait, short waits). Exits non-zero on failure. */
 #include <shmem.h>
 #include <stdio.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "PE %d: %s:%d: ", _my_pe(), __FILE__, __LINE__);              \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-            failures++;                                                                   \
-        }                                                                                 \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     start_pes(0);

@@ -2,17 +2,7 @@
  * OpenSHMEM C API. Exits non-zero on the first failed check. */
 #include <shmem.h>
 #include <stdio.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "PE %d: %s:%d: ", shmem_my_pe(), __FILE__, __LINE__);         \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-            failures++;                                                                   \
-        }                                                                                 \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     shmem_init();

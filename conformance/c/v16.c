@@ -2,17 +2,7 @@
  * pe_quiet, sessions, query_initialized, team_ptr, signal_add/set. */
 #include <shmem.h>
 #include <stdio.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "PE %d: %s:%d: ", shmem_my_pe(), __FILE__, __LINE__);         \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-            failures++;                                                                   \
-        }                                                                                 \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     int initialized = -1;

@@ -10,7 +10,25 @@ use crate::ctx::{ctx_ref, shmem_ctx_t};
 use crate::world::{offset, pe};
 
 /// Runs `op` on the element of type `T` at symmetric address `dest` on `pe`, in `ctx`; on a
-/// failure (logged) the result is `T`'s zero.
+/// failure (logged) the result is `fallback`.
+fn with_elem<T: AmoType, R>(
+    name: &str,
+    ctx: shmem_ctx_t,
+    dest: *mut T,
+    pe_: c_int,
+    fallback: R,
+    op: impl FnOnce(SymElem<'_, T>, u32) -> Result<R>,
+) -> R {
+    call(name, fallback, || {
+        let c = ctx_ref(ctx)?;
+        let w = c.instance();
+        let off = offset(w, dest.cast(), size_of::<T>())?;
+        let elem = w.view::<T>(off, 1)?.in_ctx(c).elem(0);
+        op(elem, pe(pe_)?)
+    })
+}
+
+/// A fetching atomic: its result, or `T`'s zero on a failure (logged).
 ///
 /// # Safety
 ///
@@ -23,16 +41,10 @@ pub(crate) unsafe fn run<T: AmoType + Default>(
     pe_: c_int,
     op: impl FnOnce(SymElem<'_, T>, u32) -> Result<T>,
 ) -> T {
-    call(name, T::default(), || {
-        let c = ctx_ref(ctx)?;
-        let w = c.instance();
-        let off = offset(w, dest.cast(), size_of::<T>())?;
-        let elem = w.view::<T>(off, 1)?.in_ctx(c).elem(0);
-        op(elem, pe(pe_)?)
-    })
+    with_elem(name, ctx, dest, pe_, T::default(), op)
 }
 
-/// The same, for atomics that return nothing.
+/// An atomic that returns nothing.
 ///
 /// # Safety
 ///
@@ -45,13 +57,7 @@ pub(crate) unsafe fn run_void<T: AmoType>(
     pe_: c_int,
     op: impl FnOnce(SymElem<'_, T>, u32) -> Result<()>,
 ) {
-    call(name, (), || {
-        let c = ctx_ref(ctx)?;
-        let w = c.instance();
-        let off = offset(w, dest.cast(), size_of::<T>())?;
-        let elem = w.view::<T>(off, 1)?.in_ctx(c).elem(0);
-        op(elem, pe(pe_)?)
-    })
+    with_elem(name, ctx, dest, pe_, (), op)
 }
 
 /// A non-blocking fetching atomic: performed at once (a completion before the next quiet is
