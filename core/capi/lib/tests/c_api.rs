@@ -287,3 +287,118 @@ fn cpp_program_builds_with_osh_cc_and_runs() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Runs `cmd`, failing the test with its output unless it succeeds; returns its stdout.
+fn succeeds(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd:?} does not start ({e}); .ci/run installs it"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn an_installed_prefix_serves_oshcc_pkg_config_cmake_and_static_linking() {
+    let dir = temp_dir("install");
+    let prefix = dir.join("prefix");
+    succeeds(
+        Command::new(repo().join("core/capi/install.sh"))
+            .arg(&prefix)
+            .env("SHMEM_INSTALL_FROM", target_dir()),
+    );
+    for tool in ["oshcc", "oshCC", "oshc++", "oshcxx", "oshrun", "shmemrun"] {
+        assert!(prefix.join("bin").join(tool).exists(), "no bin/{tool}");
+    }
+    let soname = succeeds(
+        Command::new("readelf")
+            .arg("-d")
+            .arg(prefix.join("lib/libshmem.so")),
+    );
+    assert!(soname.contains("Library soname: [libshmem.so]"), "{soname}");
+    let oshrun = prefix.join("bin/shmemrun");
+    let runs = |exe: &Path| {
+        let out = succeeds(
+            Command::new(&oshrun)
+                .args(["-n", "2", "--timeout", "120", "--"])
+                .arg(exe)
+                .env("SHMEM_TIMEOUT", "60"),
+        );
+        assert_eq!(out.matches(" ok").count(), 2, "{}:\n{out}", exe.display());
+    };
+    let source = repo().join("conformance/c/rma.c");
+
+    // The installed oshcc finds the installed headers and library, not the source tree's.
+    let shown = succeeds(Command::new(prefix.join("bin/oshcc")).args(["-show", "x.c"]));
+    assert!(
+        shown.contains(&format!("-I{}", prefix.join("include").display())),
+        "{shown}"
+    );
+    let exe = dir.join("rma-oshcc");
+    succeeds(
+        Command::new(prefix.join("bin/oshcc"))
+            .args(["-std=c11", "-o"])
+            .arg(&exe)
+            .arg(&source),
+    );
+    runs(&exe);
+
+    // pkg-config, dynamic and static.
+    let pkg = |args: &[&str]| {
+        let out = succeeds(
+            Command::new("pkg-config")
+                .args(args)
+                .arg("shmem")
+                .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")),
+        );
+        out.split_whitespace().map(String::from).collect::<Vec<_>>()
+    };
+    let exe = dir.join("rma-pkgconfig");
+    succeeds(
+        Command::new("cc")
+            .args(["-std=c11", "-o"])
+            .arg(&exe)
+            .arg(&source)
+            .args(pkg(&["--cflags", "--libs"])),
+    );
+    runs(&exe);
+    let exe = dir.join("rma-static");
+    let system: Vec<String> = pkg(&["--static", "--libs-only-l"])
+        .into_iter()
+        .filter(|l| l != "-lshmem")
+        .collect();
+    succeeds(
+        Command::new("cc")
+            .args(["-std=c11", "-o"])
+            .arg(&exe)
+            .arg(&source)
+            .args(pkg(&["--cflags"]))
+            .arg(prefix.join("lib/libshmem.a"))
+            .args(system),
+    );
+    let needed = succeeds(Command::new("readelf").arg("-d").arg(&exe));
+    assert!(
+        !needed.contains("libshmem.so"),
+        "linked statically:\n{needed}"
+    );
+    runs(&exe);
+
+    // CMake's find_package(shmem) and the imported target shmem::shmem.
+    let build = dir.join("cmake-build");
+    succeeds(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(repo().join("conformance/c/cmake"))
+            .arg("-B")
+            .arg(&build)
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+            .arg("-DCMAKE_C_FLAGS=-std=c11"),
+    );
+    succeeds(Command::new("cmake").arg("--build").arg(&build));
+    runs(&build.join("rma"));
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Installs the OpenSHMEM C ABI into a prefix, for C and C++ users who build with their usual
+# tools:
+#
+#   core/capi/install.sh /opt/shmem
+#
+#   bin/      oshcc, oshCC, oshc++ (and oshcxx), oshrun (and shmemrun)
+#   include/  shmem.h
+#   lib/      libshmem.so (soname libshmem.so), libshmem.a,
+#             pkgconfig/shmem.pc                    pkg-config --cflags --libs shmem
+#             cmake/shmem/shmemConfig.cmake         find_package(shmem) -> target shmem::shmem
+#
+# It builds the release profile first. SHMEM_INSTALL_FROM=<dir> installs the artifacts already
+# built in <dir> (a `target/<profile>` directory holding libshmem.so and the tools) instead.
+set -euo pipefail
+
+if [ $# -ne 1 ] || [ "${1#-}" != "$1" ]; then
+    echo "usage: $0 PREFIX" >&2
+    exit 2
+fi
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+prefix="$1"
+mkdir -p "$prefix"
+prefix="$(cd "$prefix" && pwd)"
+
+if [ -n "${SHMEM_INSTALL_FROM:-}" ]; then
+    from="$SHMEM_INSTALL_FROM"
+else
+    (cd "$repo" && cargo build --release -p shmem-c --lib --bins)
+    from="$repo/target/release"
+fi
+for artifact in libshmem.so libshmem.a oshcc oshCC oshcxx oshrun; do
+    if [ ! -f "$from/$artifact" ]; then
+        echo "$0: $from/$artifact is missing; build with 'cargo build --release -p shmem-c'" >&2
+        exit 1
+    fi
+done
+version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' "$repo/Cargo.toml")"
+
+mkdir -p "$prefix/bin" "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/shmem"
+install -m 0755 "$from/oshcc" "$from/oshCC" "$from/oshcxx" "$from/oshrun" "$prefix/bin/"
+ln -sf oshcxx "$prefix/bin/oshc++"
+ln -sf oshrun "$prefix/bin/shmemrun"
+install -m 0644 "$repo/core/capi/include/"*.h "$prefix/include/"
+install -m 0755 "$from/libshmem.so" "$prefix/lib/"
+install -m 0644 "$from/libshmem.a" "$prefix/lib/"
+
+# The system libraries a Rust static library needs (what `rustc --print native-static-libs`
+# reports for this target); only static linking uses them.
+cat > "$prefix/lib/pkgconfig/shmem.pc" <<EOF
+prefix=$prefix
+exec_prefix=\${prefix}
+libdir=\${exec_prefix}/lib
+includedir=\${prefix}/include
+
+Name: shmem
+Description: OpenSHMEM 1.5 and 1.6 over the shmem simulator
+Version: $version
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lshmem
+Libs.private: -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+EOF
+
+cat > "$prefix/lib/cmake/shmem/shmemConfig.cmake" <<'EOF'
+# find_package(shmem) for the OpenSHMEM C ABI: defines the imported target shmem::shmem.
+get_filename_component(_shmem_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET shmem::shmem)
+  add_library(shmem::shmem SHARED IMPORTED)
+  set_target_properties(shmem::shmem PROPERTIES
+    IMPORTED_LOCATION "${_shmem_prefix}/lib/libshmem.so"
+    IMPORTED_SONAME "libshmem.so"
+    INTERFACE_INCLUDE_DIRECTORIES "${_shmem_prefix}/include")
+endif()
+set(shmem_INCLUDE_DIRS "${_shmem_prefix}/include")
+set(shmem_LIBRARIES shmem::shmem)
+set(SHMEM_RUN "${_shmem_prefix}/bin/oshrun")
+unset(_shmem_prefix)
+EOF
+
+cat > "$prefix/lib/cmake/shmem/shmemConfigVersion.cmake" <<EOF
+set(PACKAGE_VERSION "$version")
+if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+EOF
+
+echo "installed into $prefix"
