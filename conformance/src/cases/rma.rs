@@ -15,6 +15,7 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("rma::putmem_getmem_sizes", putmem_sizes),
         Case::new("rma::non_blocking_in_a_scope", non_blocking),
         Case::new("rma::strided", strided),
+        Case::new("rma::interleaved_blocks", interleaved_blocks),
         Case::new("rma::bounds_are_errors", bounds),
         Case::new("rma::large_transfers", large)
             .pes(&[2, 4])
@@ -232,6 +233,77 @@ fn strided(ctx: &Ctx) -> Outcome {
     );
     inst.barrier_all()?;
     m.free()?;
+    inst.finalize()?;
+    Ok(())
+}
+
+/// OpenSHMEM 1.6's `ibput`/`ibget`: blocks of `bsize` elements at one stride on one side and
+/// another on the other; the elements between blocks stay untouched.
+fn interleaved_blocks(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let (me, n) = (ctx.pe, ctx.n_pes);
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    let canary = -7i64;
+    let v = inst.malloc::<i64>(16)?;
+    v.as_slice().put(&[canary; 16], me)?;
+    inst.barrier_all()?;
+    // 3 blocks of 2, from every 3rd element of the source to every 5th of the right neighbour.
+    let src: Vec<i64> = (0..9)
+        .map(|i| 0x0123_4567_89AB_CDEF - i - 100 * me as i64)
+        .collect();
+    v.as_slice().ibput(5, &src, 3, 2, 3, right)?;
+    inst.barrier_all()?;
+    let got = v.as_slice().to_vec(me)?;
+    let mut want = vec![canary; 16];
+    let from = |i: i64| 0x0123_4567_89AB_CDEF - i - 100 * left as i64;
+    for b in 0..3 {
+        for e in 0..2 {
+            want[b * 5 + e] = from((b * 3 + e) as i64);
+        }
+    }
+    check_eq!(got, want, "ibput from the left neighbour");
+    // Back again with ibget: blocks of 2 at a stride of 5 on the right neighbour, to a stride of
+    // 4 locally; the gaps of the local buffer keep their values.
+    let mut back = vec![1i64; 12];
+    v.as_slice().ibget(5, &mut back, 4, 2, 3, right)?;
+    let mine = |i: i64| 0x0123_4567_89AB_CDEF - i - 100 * me as i64;
+    let mut expect = vec![1i64; 12];
+    for b in 0..3 {
+        for e in 0..2 {
+            expect[b * 4 + e] = mine((b * 3 + e) as i64);
+        }
+    }
+    check_eq!(back, expect, "ibget of what this PE put");
+    // Nothing to move is a no-op; a block past the view, a local buffer too short or a
+    // non-positive stride is refused and moves nothing.
+    v.as_slice().ibput(5, &src, 3, 0, 3, right)?;
+    v.as_slice().ibput(5, &src, 3, 2, 0, right)?;
+    check_code!(
+        v.as_slice().ibput(5, &src, 3, 2, 4, right),
+        Code::InvalidParam
+    );
+    check_code!(
+        v.as_slice().ibput(7, &src, 4, 2, 3, right),
+        Code::InvalidParam
+    );
+    check_code!(
+        v.as_slice().ibget(0, &mut back, 4, 2, 3, right),
+        Code::InvalidParam
+    );
+    check_code!(
+        v.as_slice().ibget(5, &mut back, -4, 2, 3, right),
+        Code::InvalidParam
+    );
+    check_code!(v.as_slice().ibput(5, &src, 3, 2, 3, n), Code::InvalidParam);
+    inst.barrier_all()?;
+    check_eq!(
+        v.as_slice().to_vec(me)?,
+        want,
+        "refused calls moved nothing"
+    );
+    inst.barrier_all()?;
+    v.free()?;
     inst.finalize()?;
     Ok(())
 }
