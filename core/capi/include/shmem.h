@@ -1786,4 +1786,1138 @@ void shmem_wait(long *ivar, long cmp_value);
 }
 #endif
 
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+/* C11 type-generic routines: the typed routine is picked by the type of the first pointer
+* argument (the second for a team collective), after an optional shmem_ctx_t. An argument of
+* no typed family selects SHMEM_C11_TYPE_ERROR, which does not compile. */
+struct shmem_c11_argument_type_has_no_typed_routine;
+#define SHMEM_C11_TYPE_ERROR ((struct shmem_c11_argument_type_has_no_typed_routine *)0)
+#define SHMEM_C11_ARG0_(a, ...) a
+#define SHMEM_C11_ARG0(...) SHMEM_C11_ARG0_(__VA_ARGS__, 0)
+#define SHMEM_C11_ARG1_(a, b, ...) b
+#define SHMEM_C11_ARG1(...) SHMEM_C11_ARG1_(__VA_ARGS__, 0, 0)
+#define SHMEM_C11_ARG2_(a, b, c, ...) c
+#define SHMEM_C11_ARG2(...) SHMEM_C11_ARG2_(__VA_ARGS__, 0, 0, 0)
+
+#define shmem_put(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_put, const float *: shmem_ctx_float_put, \
+    double *: shmem_ctx_double_put, const double *: shmem_ctx_double_put, \
+    long double *: shmem_ctx_longdouble_put, const long double *: shmem_ctx_longdouble_put, \
+    char *: shmem_ctx_char_put, const char *: shmem_ctx_char_put, \
+    signed char *: shmem_ctx_schar_put, const signed char *: shmem_ctx_schar_put, \
+    short *: shmem_ctx_short_put, const short *: shmem_ctx_short_put, \
+    int *: shmem_ctx_int_put, const int *: shmem_ctx_int_put, \
+    long *: shmem_ctx_long_put, const long *: shmem_ctx_long_put, \
+    long long *: shmem_ctx_longlong_put, const long long *: shmem_ctx_longlong_put, \
+    unsigned char *: shmem_ctx_uchar_put, const unsigned char *: shmem_ctx_uchar_put, \
+    unsigned short *: shmem_ctx_ushort_put, const unsigned short *: shmem_ctx_ushort_put, \
+    unsigned int *: shmem_ctx_uint_put, const unsigned int *: shmem_ctx_uint_put, \
+    unsigned long *: shmem_ctx_ulong_put, const unsigned long *: shmem_ctx_ulong_put, \
+    unsigned long long *: shmem_ctx_ulonglong_put, const unsigned long long *: shmem_ctx_ulonglong_put, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_put, const float *: shmem_float_put, \
+    double *: shmem_double_put, const double *: shmem_double_put, \
+    long double *: shmem_longdouble_put, const long double *: shmem_longdouble_put, \
+    char *: shmem_char_put, const char *: shmem_char_put, \
+    signed char *: shmem_schar_put, const signed char *: shmem_schar_put, \
+    short *: shmem_short_put, const short *: shmem_short_put, \
+    int *: shmem_int_put, const int *: shmem_int_put, \
+    long *: shmem_long_put, const long *: shmem_long_put, \
+    long long *: shmem_longlong_put, const long long *: shmem_longlong_put, \
+    unsigned char *: shmem_uchar_put, const unsigned char *: shmem_uchar_put, \
+    unsigned short *: shmem_ushort_put, const unsigned short *: shmem_ushort_put, \
+    unsigned int *: shmem_uint_put, const unsigned int *: shmem_uint_put, \
+    unsigned long *: shmem_ulong_put, const unsigned long *: shmem_ulong_put, \
+    unsigned long long *: shmem_ulonglong_put, const unsigned long long *: shmem_ulonglong_put, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_get(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_get, const float *: shmem_ctx_float_get, \
+    double *: shmem_ctx_double_get, const double *: shmem_ctx_double_get, \
+    long double *: shmem_ctx_longdouble_get, const long double *: shmem_ctx_longdouble_get, \
+    char *: shmem_ctx_char_get, const char *: shmem_ctx_char_get, \
+    signed char *: shmem_ctx_schar_get, const signed char *: shmem_ctx_schar_get, \
+    short *: shmem_ctx_short_get, const short *: shmem_ctx_short_get, \
+    int *: shmem_ctx_int_get, const int *: shmem_ctx_int_get, \
+    long *: shmem_ctx_long_get, const long *: shmem_ctx_long_get, \
+    long long *: shmem_ctx_longlong_get, const long long *: shmem_ctx_longlong_get, \
+    unsigned char *: shmem_ctx_uchar_get, const unsigned char *: shmem_ctx_uchar_get, \
+    unsigned short *: shmem_ctx_ushort_get, const unsigned short *: shmem_ctx_ushort_get, \
+    unsigned int *: shmem_ctx_uint_get, const unsigned int *: shmem_ctx_uint_get, \
+    unsigned long *: shmem_ctx_ulong_get, const unsigned long *: shmem_ctx_ulong_get, \
+    unsigned long long *: shmem_ctx_ulonglong_get, const unsigned long long *: shmem_ctx_ulonglong_get, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_get, const float *: shmem_float_get, \
+    double *: shmem_double_get, const double *: shmem_double_get, \
+    long double *: shmem_longdouble_get, const long double *: shmem_longdouble_get, \
+    char *: shmem_char_get, const char *: shmem_char_get, \
+    signed char *: shmem_schar_get, const signed char *: shmem_schar_get, \
+    short *: shmem_short_get, const short *: shmem_short_get, \
+    int *: shmem_int_get, const int *: shmem_int_get, \
+    long *: shmem_long_get, const long *: shmem_long_get, \
+    long long *: shmem_longlong_get, const long long *: shmem_longlong_get, \
+    unsigned char *: shmem_uchar_get, const unsigned char *: shmem_uchar_get, \
+    unsigned short *: shmem_ushort_get, const unsigned short *: shmem_ushort_get, \
+    unsigned int *: shmem_uint_get, const unsigned int *: shmem_uint_get, \
+    unsigned long *: shmem_ulong_get, const unsigned long *: shmem_ulong_get, \
+    unsigned long long *: shmem_ulonglong_get, const unsigned long long *: shmem_ulonglong_get, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_p(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_p, const float *: shmem_ctx_float_p, \
+    double *: shmem_ctx_double_p, const double *: shmem_ctx_double_p, \
+    long double *: shmem_ctx_longdouble_p, const long double *: shmem_ctx_longdouble_p, \
+    char *: shmem_ctx_char_p, const char *: shmem_ctx_char_p, \
+    signed char *: shmem_ctx_schar_p, const signed char *: shmem_ctx_schar_p, \
+    short *: shmem_ctx_short_p, const short *: shmem_ctx_short_p, \
+    int *: shmem_ctx_int_p, const int *: shmem_ctx_int_p, \
+    long *: shmem_ctx_long_p, const long *: shmem_ctx_long_p, \
+    long long *: shmem_ctx_longlong_p, const long long *: shmem_ctx_longlong_p, \
+    unsigned char *: shmem_ctx_uchar_p, const unsigned char *: shmem_ctx_uchar_p, \
+    unsigned short *: shmem_ctx_ushort_p, const unsigned short *: shmem_ctx_ushort_p, \
+    unsigned int *: shmem_ctx_uint_p, const unsigned int *: shmem_ctx_uint_p, \
+    unsigned long *: shmem_ctx_ulong_p, const unsigned long *: shmem_ctx_ulong_p, \
+    unsigned long long *: shmem_ctx_ulonglong_p, const unsigned long long *: shmem_ctx_ulonglong_p, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_p, const float *: shmem_float_p, \
+    double *: shmem_double_p, const double *: shmem_double_p, \
+    long double *: shmem_longdouble_p, const long double *: shmem_longdouble_p, \
+    char *: shmem_char_p, const char *: shmem_char_p, \
+    signed char *: shmem_schar_p, const signed char *: shmem_schar_p, \
+    short *: shmem_short_p, const short *: shmem_short_p, \
+    int *: shmem_int_p, const int *: shmem_int_p, \
+    long *: shmem_long_p, const long *: shmem_long_p, \
+    long long *: shmem_longlong_p, const long long *: shmem_longlong_p, \
+    unsigned char *: shmem_uchar_p, const unsigned char *: shmem_uchar_p, \
+    unsigned short *: shmem_ushort_p, const unsigned short *: shmem_ushort_p, \
+    unsigned int *: shmem_uint_p, const unsigned int *: shmem_uint_p, \
+    unsigned long *: shmem_ulong_p, const unsigned long *: shmem_ulong_p, \
+    unsigned long long *: shmem_ulonglong_p, const unsigned long long *: shmem_ulonglong_p, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_g(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_g, const float *: shmem_ctx_float_g, \
+    double *: shmem_ctx_double_g, const double *: shmem_ctx_double_g, \
+    long double *: shmem_ctx_longdouble_g, const long double *: shmem_ctx_longdouble_g, \
+    char *: shmem_ctx_char_g, const char *: shmem_ctx_char_g, \
+    signed char *: shmem_ctx_schar_g, const signed char *: shmem_ctx_schar_g, \
+    short *: shmem_ctx_short_g, const short *: shmem_ctx_short_g, \
+    int *: shmem_ctx_int_g, const int *: shmem_ctx_int_g, \
+    long *: shmem_ctx_long_g, const long *: shmem_ctx_long_g, \
+    long long *: shmem_ctx_longlong_g, const long long *: shmem_ctx_longlong_g, \
+    unsigned char *: shmem_ctx_uchar_g, const unsigned char *: shmem_ctx_uchar_g, \
+    unsigned short *: shmem_ctx_ushort_g, const unsigned short *: shmem_ctx_ushort_g, \
+    unsigned int *: shmem_ctx_uint_g, const unsigned int *: shmem_ctx_uint_g, \
+    unsigned long *: shmem_ctx_ulong_g, const unsigned long *: shmem_ctx_ulong_g, \
+    unsigned long long *: shmem_ctx_ulonglong_g, const unsigned long long *: shmem_ctx_ulonglong_g, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_g, const float *: shmem_float_g, \
+    double *: shmem_double_g, const double *: shmem_double_g, \
+    long double *: shmem_longdouble_g, const long double *: shmem_longdouble_g, \
+    char *: shmem_char_g, const char *: shmem_char_g, \
+    signed char *: shmem_schar_g, const signed char *: shmem_schar_g, \
+    short *: shmem_short_g, const short *: shmem_short_g, \
+    int *: shmem_int_g, const int *: shmem_int_g, \
+    long *: shmem_long_g, const long *: shmem_long_g, \
+    long long *: shmem_longlong_g, const long long *: shmem_longlong_g, \
+    unsigned char *: shmem_uchar_g, const unsigned char *: shmem_uchar_g, \
+    unsigned short *: shmem_ushort_g, const unsigned short *: shmem_ushort_g, \
+    unsigned int *: shmem_uint_g, const unsigned int *: shmem_uint_g, \
+    unsigned long *: shmem_ulong_g, const unsigned long *: shmem_ulong_g, \
+    unsigned long long *: shmem_ulonglong_g, const unsigned long long *: shmem_ulonglong_g, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_iput(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_iput, const float *: shmem_ctx_float_iput, \
+    double *: shmem_ctx_double_iput, const double *: shmem_ctx_double_iput, \
+    long double *: shmem_ctx_longdouble_iput, const long double *: shmem_ctx_longdouble_iput, \
+    char *: shmem_ctx_char_iput, const char *: shmem_ctx_char_iput, \
+    signed char *: shmem_ctx_schar_iput, const signed char *: shmem_ctx_schar_iput, \
+    short *: shmem_ctx_short_iput, const short *: shmem_ctx_short_iput, \
+    int *: shmem_ctx_int_iput, const int *: shmem_ctx_int_iput, \
+    long *: shmem_ctx_long_iput, const long *: shmem_ctx_long_iput, \
+    long long *: shmem_ctx_longlong_iput, const long long *: shmem_ctx_longlong_iput, \
+    unsigned char *: shmem_ctx_uchar_iput, const unsigned char *: shmem_ctx_uchar_iput, \
+    unsigned short *: shmem_ctx_ushort_iput, const unsigned short *: shmem_ctx_ushort_iput, \
+    unsigned int *: shmem_ctx_uint_iput, const unsigned int *: shmem_ctx_uint_iput, \
+    unsigned long *: shmem_ctx_ulong_iput, const unsigned long *: shmem_ctx_ulong_iput, \
+    unsigned long long *: shmem_ctx_ulonglong_iput, const unsigned long long *: shmem_ctx_ulonglong_iput, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_iput, const float *: shmem_float_iput, \
+    double *: shmem_double_iput, const double *: shmem_double_iput, \
+    long double *: shmem_longdouble_iput, const long double *: shmem_longdouble_iput, \
+    char *: shmem_char_iput, const char *: shmem_char_iput, \
+    signed char *: shmem_schar_iput, const signed char *: shmem_schar_iput, \
+    short *: shmem_short_iput, const short *: shmem_short_iput, \
+    int *: shmem_int_iput, const int *: shmem_int_iput, \
+    long *: shmem_long_iput, const long *: shmem_long_iput, \
+    long long *: shmem_longlong_iput, const long long *: shmem_longlong_iput, \
+    unsigned char *: shmem_uchar_iput, const unsigned char *: shmem_uchar_iput, \
+    unsigned short *: shmem_ushort_iput, const unsigned short *: shmem_ushort_iput, \
+    unsigned int *: shmem_uint_iput, const unsigned int *: shmem_uint_iput, \
+    unsigned long *: shmem_ulong_iput, const unsigned long *: shmem_ulong_iput, \
+    unsigned long long *: shmem_ulonglong_iput, const unsigned long long *: shmem_ulonglong_iput, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_iget(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_iget, const float *: shmem_ctx_float_iget, \
+    double *: shmem_ctx_double_iget, const double *: shmem_ctx_double_iget, \
+    long double *: shmem_ctx_longdouble_iget, const long double *: shmem_ctx_longdouble_iget, \
+    char *: shmem_ctx_char_iget, const char *: shmem_ctx_char_iget, \
+    signed char *: shmem_ctx_schar_iget, const signed char *: shmem_ctx_schar_iget, \
+    short *: shmem_ctx_short_iget, const short *: shmem_ctx_short_iget, \
+    int *: shmem_ctx_int_iget, const int *: shmem_ctx_int_iget, \
+    long *: shmem_ctx_long_iget, const long *: shmem_ctx_long_iget, \
+    long long *: shmem_ctx_longlong_iget, const long long *: shmem_ctx_longlong_iget, \
+    unsigned char *: shmem_ctx_uchar_iget, const unsigned char *: shmem_ctx_uchar_iget, \
+    unsigned short *: shmem_ctx_ushort_iget, const unsigned short *: shmem_ctx_ushort_iget, \
+    unsigned int *: shmem_ctx_uint_iget, const unsigned int *: shmem_ctx_uint_iget, \
+    unsigned long *: shmem_ctx_ulong_iget, const unsigned long *: shmem_ctx_ulong_iget, \
+    unsigned long long *: shmem_ctx_ulonglong_iget, const unsigned long long *: shmem_ctx_ulonglong_iget, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_iget, const float *: shmem_float_iget, \
+    double *: shmem_double_iget, const double *: shmem_double_iget, \
+    long double *: shmem_longdouble_iget, const long double *: shmem_longdouble_iget, \
+    char *: shmem_char_iget, const char *: shmem_char_iget, \
+    signed char *: shmem_schar_iget, const signed char *: shmem_schar_iget, \
+    short *: shmem_short_iget, const short *: shmem_short_iget, \
+    int *: shmem_int_iget, const int *: shmem_int_iget, \
+    long *: shmem_long_iget, const long *: shmem_long_iget, \
+    long long *: shmem_longlong_iget, const long long *: shmem_longlong_iget, \
+    unsigned char *: shmem_uchar_iget, const unsigned char *: shmem_uchar_iget, \
+    unsigned short *: shmem_ushort_iget, const unsigned short *: shmem_ushort_iget, \
+    unsigned int *: shmem_uint_iget, const unsigned int *: shmem_uint_iget, \
+    unsigned long *: shmem_ulong_iget, const unsigned long *: shmem_ulong_iget, \
+    unsigned long long *: shmem_ulonglong_iget, const unsigned long long *: shmem_ulonglong_iget, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_ibput(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_ibput, const float *: shmem_ctx_float_ibput, \
+    double *: shmem_ctx_double_ibput, const double *: shmem_ctx_double_ibput, \
+    long double *: shmem_ctx_longdouble_ibput, const long double *: shmem_ctx_longdouble_ibput, \
+    char *: shmem_ctx_char_ibput, const char *: shmem_ctx_char_ibput, \
+    signed char *: shmem_ctx_schar_ibput, const signed char *: shmem_ctx_schar_ibput, \
+    short *: shmem_ctx_short_ibput, const short *: shmem_ctx_short_ibput, \
+    int *: shmem_ctx_int_ibput, const int *: shmem_ctx_int_ibput, \
+    long *: shmem_ctx_long_ibput, const long *: shmem_ctx_long_ibput, \
+    long long *: shmem_ctx_longlong_ibput, const long long *: shmem_ctx_longlong_ibput, \
+    unsigned char *: shmem_ctx_uchar_ibput, const unsigned char *: shmem_ctx_uchar_ibput, \
+    unsigned short *: shmem_ctx_ushort_ibput, const unsigned short *: shmem_ctx_ushort_ibput, \
+    unsigned int *: shmem_ctx_uint_ibput, const unsigned int *: shmem_ctx_uint_ibput, \
+    unsigned long *: shmem_ctx_ulong_ibput, const unsigned long *: shmem_ctx_ulong_ibput, \
+    unsigned long long *: shmem_ctx_ulonglong_ibput, const unsigned long long *: shmem_ctx_ulonglong_ibput, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_ibput, const float *: shmem_float_ibput, \
+    double *: shmem_double_ibput, const double *: shmem_double_ibput, \
+    long double *: shmem_longdouble_ibput, const long double *: shmem_longdouble_ibput, \
+    char *: shmem_char_ibput, const char *: shmem_char_ibput, \
+    signed char *: shmem_schar_ibput, const signed char *: shmem_schar_ibput, \
+    short *: shmem_short_ibput, const short *: shmem_short_ibput, \
+    int *: shmem_int_ibput, const int *: shmem_int_ibput, \
+    long *: shmem_long_ibput, const long *: shmem_long_ibput, \
+    long long *: shmem_longlong_ibput, const long long *: shmem_longlong_ibput, \
+    unsigned char *: shmem_uchar_ibput, const unsigned char *: shmem_uchar_ibput, \
+    unsigned short *: shmem_ushort_ibput, const unsigned short *: shmem_ushort_ibput, \
+    unsigned int *: shmem_uint_ibput, const unsigned int *: shmem_uint_ibput, \
+    unsigned long *: shmem_ulong_ibput, const unsigned long *: shmem_ulong_ibput, \
+    unsigned long long *: shmem_ulonglong_ibput, const unsigned long long *: shmem_ulonglong_ibput, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_ibget(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_ibget, const float *: shmem_ctx_float_ibget, \
+    double *: shmem_ctx_double_ibget, const double *: shmem_ctx_double_ibget, \
+    long double *: shmem_ctx_longdouble_ibget, const long double *: shmem_ctx_longdouble_ibget, \
+    char *: shmem_ctx_char_ibget, const char *: shmem_ctx_char_ibget, \
+    signed char *: shmem_ctx_schar_ibget, const signed char *: shmem_ctx_schar_ibget, \
+    short *: shmem_ctx_short_ibget, const short *: shmem_ctx_short_ibget, \
+    int *: shmem_ctx_int_ibget, const int *: shmem_ctx_int_ibget, \
+    long *: shmem_ctx_long_ibget, const long *: shmem_ctx_long_ibget, \
+    long long *: shmem_ctx_longlong_ibget, const long long *: shmem_ctx_longlong_ibget, \
+    unsigned char *: shmem_ctx_uchar_ibget, const unsigned char *: shmem_ctx_uchar_ibget, \
+    unsigned short *: shmem_ctx_ushort_ibget, const unsigned short *: shmem_ctx_ushort_ibget, \
+    unsigned int *: shmem_ctx_uint_ibget, const unsigned int *: shmem_ctx_uint_ibget, \
+    unsigned long *: shmem_ctx_ulong_ibget, const unsigned long *: shmem_ctx_ulong_ibget, \
+    unsigned long long *: shmem_ctx_ulonglong_ibget, const unsigned long long *: shmem_ctx_ulonglong_ibget, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_ibget, const float *: shmem_float_ibget, \
+    double *: shmem_double_ibget, const double *: shmem_double_ibget, \
+    long double *: shmem_longdouble_ibget, const long double *: shmem_longdouble_ibget, \
+    char *: shmem_char_ibget, const char *: shmem_char_ibget, \
+    signed char *: shmem_schar_ibget, const signed char *: shmem_schar_ibget, \
+    short *: shmem_short_ibget, const short *: shmem_short_ibget, \
+    int *: shmem_int_ibget, const int *: shmem_int_ibget, \
+    long *: shmem_long_ibget, const long *: shmem_long_ibget, \
+    long long *: shmem_longlong_ibget, const long long *: shmem_longlong_ibget, \
+    unsigned char *: shmem_uchar_ibget, const unsigned char *: shmem_uchar_ibget, \
+    unsigned short *: shmem_ushort_ibget, const unsigned short *: shmem_ushort_ibget, \
+    unsigned int *: shmem_uint_ibget, const unsigned int *: shmem_uint_ibget, \
+    unsigned long *: shmem_ulong_ibget, const unsigned long *: shmem_ulong_ibget, \
+    unsigned long long *: shmem_ulonglong_ibget, const unsigned long long *: shmem_ulonglong_ibget, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_put_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_put_nbi, const float *: shmem_ctx_float_put_nbi, \
+    double *: shmem_ctx_double_put_nbi, const double *: shmem_ctx_double_put_nbi, \
+    long double *: shmem_ctx_longdouble_put_nbi, const long double *: shmem_ctx_longdouble_put_nbi, \
+    char *: shmem_ctx_char_put_nbi, const char *: shmem_ctx_char_put_nbi, \
+    signed char *: shmem_ctx_schar_put_nbi, const signed char *: shmem_ctx_schar_put_nbi, \
+    short *: shmem_ctx_short_put_nbi, const short *: shmem_ctx_short_put_nbi, \
+    int *: shmem_ctx_int_put_nbi, const int *: shmem_ctx_int_put_nbi, \
+    long *: shmem_ctx_long_put_nbi, const long *: shmem_ctx_long_put_nbi, \
+    long long *: shmem_ctx_longlong_put_nbi, const long long *: shmem_ctx_longlong_put_nbi, \
+    unsigned char *: shmem_ctx_uchar_put_nbi, const unsigned char *: shmem_ctx_uchar_put_nbi, \
+    unsigned short *: shmem_ctx_ushort_put_nbi, const unsigned short *: shmem_ctx_ushort_put_nbi, \
+    unsigned int *: shmem_ctx_uint_put_nbi, const unsigned int *: shmem_ctx_uint_put_nbi, \
+    unsigned long *: shmem_ctx_ulong_put_nbi, const unsigned long *: shmem_ctx_ulong_put_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_put_nbi, const unsigned long long *: shmem_ctx_ulonglong_put_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_put_nbi, const float *: shmem_float_put_nbi, \
+    double *: shmem_double_put_nbi, const double *: shmem_double_put_nbi, \
+    long double *: shmem_longdouble_put_nbi, const long double *: shmem_longdouble_put_nbi, \
+    char *: shmem_char_put_nbi, const char *: shmem_char_put_nbi, \
+    signed char *: shmem_schar_put_nbi, const signed char *: shmem_schar_put_nbi, \
+    short *: shmem_short_put_nbi, const short *: shmem_short_put_nbi, \
+    int *: shmem_int_put_nbi, const int *: shmem_int_put_nbi, \
+    long *: shmem_long_put_nbi, const long *: shmem_long_put_nbi, \
+    long long *: shmem_longlong_put_nbi, const long long *: shmem_longlong_put_nbi, \
+    unsigned char *: shmem_uchar_put_nbi, const unsigned char *: shmem_uchar_put_nbi, \
+    unsigned short *: shmem_ushort_put_nbi, const unsigned short *: shmem_ushort_put_nbi, \
+    unsigned int *: shmem_uint_put_nbi, const unsigned int *: shmem_uint_put_nbi, \
+    unsigned long *: shmem_ulong_put_nbi, const unsigned long *: shmem_ulong_put_nbi, \
+    unsigned long long *: shmem_ulonglong_put_nbi, const unsigned long long *: shmem_ulonglong_put_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_get_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_get_nbi, const float *: shmem_ctx_float_get_nbi, \
+    double *: shmem_ctx_double_get_nbi, const double *: shmem_ctx_double_get_nbi, \
+    long double *: shmem_ctx_longdouble_get_nbi, const long double *: shmem_ctx_longdouble_get_nbi, \
+    char *: shmem_ctx_char_get_nbi, const char *: shmem_ctx_char_get_nbi, \
+    signed char *: shmem_ctx_schar_get_nbi, const signed char *: shmem_ctx_schar_get_nbi, \
+    short *: shmem_ctx_short_get_nbi, const short *: shmem_ctx_short_get_nbi, \
+    int *: shmem_ctx_int_get_nbi, const int *: shmem_ctx_int_get_nbi, \
+    long *: shmem_ctx_long_get_nbi, const long *: shmem_ctx_long_get_nbi, \
+    long long *: shmem_ctx_longlong_get_nbi, const long long *: shmem_ctx_longlong_get_nbi, \
+    unsigned char *: shmem_ctx_uchar_get_nbi, const unsigned char *: shmem_ctx_uchar_get_nbi, \
+    unsigned short *: shmem_ctx_ushort_get_nbi, const unsigned short *: shmem_ctx_ushort_get_nbi, \
+    unsigned int *: shmem_ctx_uint_get_nbi, const unsigned int *: shmem_ctx_uint_get_nbi, \
+    unsigned long *: shmem_ctx_ulong_get_nbi, const unsigned long *: shmem_ctx_ulong_get_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_get_nbi, const unsigned long long *: shmem_ctx_ulonglong_get_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_get_nbi, const float *: shmem_float_get_nbi, \
+    double *: shmem_double_get_nbi, const double *: shmem_double_get_nbi, \
+    long double *: shmem_longdouble_get_nbi, const long double *: shmem_longdouble_get_nbi, \
+    char *: shmem_char_get_nbi, const char *: shmem_char_get_nbi, \
+    signed char *: shmem_schar_get_nbi, const signed char *: shmem_schar_get_nbi, \
+    short *: shmem_short_get_nbi, const short *: shmem_short_get_nbi, \
+    int *: shmem_int_get_nbi, const int *: shmem_int_get_nbi, \
+    long *: shmem_long_get_nbi, const long *: shmem_long_get_nbi, \
+    long long *: shmem_longlong_get_nbi, const long long *: shmem_longlong_get_nbi, \
+    unsigned char *: shmem_uchar_get_nbi, const unsigned char *: shmem_uchar_get_nbi, \
+    unsigned short *: shmem_ushort_get_nbi, const unsigned short *: shmem_ushort_get_nbi, \
+    unsigned int *: shmem_uint_get_nbi, const unsigned int *: shmem_uint_get_nbi, \
+    unsigned long *: shmem_ulong_get_nbi, const unsigned long *: shmem_ulong_get_nbi, \
+    unsigned long long *: shmem_ulonglong_get_nbi, const unsigned long long *: shmem_ulonglong_get_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_put_signal(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_put_signal, const float *: shmem_ctx_float_put_signal, \
+    double *: shmem_ctx_double_put_signal, const double *: shmem_ctx_double_put_signal, \
+    long double *: shmem_ctx_longdouble_put_signal, const long double *: shmem_ctx_longdouble_put_signal, \
+    char *: shmem_ctx_char_put_signal, const char *: shmem_ctx_char_put_signal, \
+    signed char *: shmem_ctx_schar_put_signal, const signed char *: shmem_ctx_schar_put_signal, \
+    short *: shmem_ctx_short_put_signal, const short *: shmem_ctx_short_put_signal, \
+    int *: shmem_ctx_int_put_signal, const int *: shmem_ctx_int_put_signal, \
+    long *: shmem_ctx_long_put_signal, const long *: shmem_ctx_long_put_signal, \
+    long long *: shmem_ctx_longlong_put_signal, const long long *: shmem_ctx_longlong_put_signal, \
+    unsigned char *: shmem_ctx_uchar_put_signal, const unsigned char *: shmem_ctx_uchar_put_signal, \
+    unsigned short *: shmem_ctx_ushort_put_signal, const unsigned short *: shmem_ctx_ushort_put_signal, \
+    unsigned int *: shmem_ctx_uint_put_signal, const unsigned int *: shmem_ctx_uint_put_signal, \
+    unsigned long *: shmem_ctx_ulong_put_signal, const unsigned long *: shmem_ctx_ulong_put_signal, \
+    unsigned long long *: shmem_ctx_ulonglong_put_signal, const unsigned long long *: shmem_ctx_ulonglong_put_signal, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_put_signal, const float *: shmem_float_put_signal, \
+    double *: shmem_double_put_signal, const double *: shmem_double_put_signal, \
+    long double *: shmem_longdouble_put_signal, const long double *: shmem_longdouble_put_signal, \
+    char *: shmem_char_put_signal, const char *: shmem_char_put_signal, \
+    signed char *: shmem_schar_put_signal, const signed char *: shmem_schar_put_signal, \
+    short *: shmem_short_put_signal, const short *: shmem_short_put_signal, \
+    int *: shmem_int_put_signal, const int *: shmem_int_put_signal, \
+    long *: shmem_long_put_signal, const long *: shmem_long_put_signal, \
+    long long *: shmem_longlong_put_signal, const long long *: shmem_longlong_put_signal, \
+    unsigned char *: shmem_uchar_put_signal, const unsigned char *: shmem_uchar_put_signal, \
+    unsigned short *: shmem_ushort_put_signal, const unsigned short *: shmem_ushort_put_signal, \
+    unsigned int *: shmem_uint_put_signal, const unsigned int *: shmem_uint_put_signal, \
+    unsigned long *: shmem_ulong_put_signal, const unsigned long *: shmem_ulong_put_signal, \
+    unsigned long long *: shmem_ulonglong_put_signal, const unsigned long long *: shmem_ulonglong_put_signal, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_put_signal_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_put_signal_nbi, const float *: shmem_ctx_float_put_signal_nbi, \
+    double *: shmem_ctx_double_put_signal_nbi, const double *: shmem_ctx_double_put_signal_nbi, \
+    long double *: shmem_ctx_longdouble_put_signal_nbi, const long double *: shmem_ctx_longdouble_put_signal_nbi, \
+    char *: shmem_ctx_char_put_signal_nbi, const char *: shmem_ctx_char_put_signal_nbi, \
+    signed char *: shmem_ctx_schar_put_signal_nbi, const signed char *: shmem_ctx_schar_put_signal_nbi, \
+    short *: shmem_ctx_short_put_signal_nbi, const short *: shmem_ctx_short_put_signal_nbi, \
+    int *: shmem_ctx_int_put_signal_nbi, const int *: shmem_ctx_int_put_signal_nbi, \
+    long *: shmem_ctx_long_put_signal_nbi, const long *: shmem_ctx_long_put_signal_nbi, \
+    long long *: shmem_ctx_longlong_put_signal_nbi, const long long *: shmem_ctx_longlong_put_signal_nbi, \
+    unsigned char *: shmem_ctx_uchar_put_signal_nbi, const unsigned char *: shmem_ctx_uchar_put_signal_nbi, \
+    unsigned short *: shmem_ctx_ushort_put_signal_nbi, const unsigned short *: shmem_ctx_ushort_put_signal_nbi, \
+    unsigned int *: shmem_ctx_uint_put_signal_nbi, const unsigned int *: shmem_ctx_uint_put_signal_nbi, \
+    unsigned long *: shmem_ctx_ulong_put_signal_nbi, const unsigned long *: shmem_ctx_ulong_put_signal_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_put_signal_nbi, const unsigned long long *: shmem_ctx_ulonglong_put_signal_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_put_signal_nbi, const float *: shmem_float_put_signal_nbi, \
+    double *: shmem_double_put_signal_nbi, const double *: shmem_double_put_signal_nbi, \
+    long double *: shmem_longdouble_put_signal_nbi, const long double *: shmem_longdouble_put_signal_nbi, \
+    char *: shmem_char_put_signal_nbi, const char *: shmem_char_put_signal_nbi, \
+    signed char *: shmem_schar_put_signal_nbi, const signed char *: shmem_schar_put_signal_nbi, \
+    short *: shmem_short_put_signal_nbi, const short *: shmem_short_put_signal_nbi, \
+    int *: shmem_int_put_signal_nbi, const int *: shmem_int_put_signal_nbi, \
+    long *: shmem_long_put_signal_nbi, const long *: shmem_long_put_signal_nbi, \
+    long long *: shmem_longlong_put_signal_nbi, const long long *: shmem_longlong_put_signal_nbi, \
+    unsigned char *: shmem_uchar_put_signal_nbi, const unsigned char *: shmem_uchar_put_signal_nbi, \
+    unsigned short *: shmem_ushort_put_signal_nbi, const unsigned short *: shmem_ushort_put_signal_nbi, \
+    unsigned int *: shmem_uint_put_signal_nbi, const unsigned int *: shmem_uint_put_signal_nbi, \
+    unsigned long *: shmem_ulong_put_signal_nbi, const unsigned long *: shmem_ulong_put_signal_nbi, \
+    unsigned long long *: shmem_ulonglong_put_signal_nbi, const unsigned long long *: shmem_ulonglong_put_signal_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_atomic_fetch, const float *: shmem_ctx_float_atomic_fetch, \
+    double *: shmem_ctx_double_atomic_fetch, const double *: shmem_ctx_double_atomic_fetch, \
+    int *: shmem_ctx_int_atomic_fetch, const int *: shmem_ctx_int_atomic_fetch, \
+    long *: shmem_ctx_long_atomic_fetch, const long *: shmem_ctx_long_atomic_fetch, \
+    long long *: shmem_ctx_longlong_atomic_fetch, const long long *: shmem_ctx_longlong_atomic_fetch, \
+    unsigned int *: shmem_ctx_uint_atomic_fetch, const unsigned int *: shmem_ctx_uint_atomic_fetch, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch, const unsigned long *: shmem_ctx_ulong_atomic_fetch, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_atomic_fetch, const float *: shmem_float_atomic_fetch, \
+    double *: shmem_double_atomic_fetch, const double *: shmem_double_atomic_fetch, \
+    int *: shmem_int_atomic_fetch, const int *: shmem_int_atomic_fetch, \
+    long *: shmem_long_atomic_fetch, const long *: shmem_long_atomic_fetch, \
+    long long *: shmem_longlong_atomic_fetch, const long long *: shmem_longlong_atomic_fetch, \
+    unsigned int *: shmem_uint_atomic_fetch, const unsigned int *: shmem_uint_atomic_fetch, \
+    unsigned long *: shmem_ulong_atomic_fetch, const unsigned long *: shmem_ulong_atomic_fetch, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch, const unsigned long long *: shmem_ulonglong_atomic_fetch, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_set(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_atomic_set, const float *: shmem_ctx_float_atomic_set, \
+    double *: shmem_ctx_double_atomic_set, const double *: shmem_ctx_double_atomic_set, \
+    int *: shmem_ctx_int_atomic_set, const int *: shmem_ctx_int_atomic_set, \
+    long *: shmem_ctx_long_atomic_set, const long *: shmem_ctx_long_atomic_set, \
+    long long *: shmem_ctx_longlong_atomic_set, const long long *: shmem_ctx_longlong_atomic_set, \
+    unsigned int *: shmem_ctx_uint_atomic_set, const unsigned int *: shmem_ctx_uint_atomic_set, \
+    unsigned long *: shmem_ctx_ulong_atomic_set, const unsigned long *: shmem_ctx_ulong_atomic_set, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_set, const unsigned long long *: shmem_ctx_ulonglong_atomic_set, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_atomic_set, const float *: shmem_float_atomic_set, \
+    double *: shmem_double_atomic_set, const double *: shmem_double_atomic_set, \
+    int *: shmem_int_atomic_set, const int *: shmem_int_atomic_set, \
+    long *: shmem_long_atomic_set, const long *: shmem_long_atomic_set, \
+    long long *: shmem_longlong_atomic_set, const long long *: shmem_longlong_atomic_set, \
+    unsigned int *: shmem_uint_atomic_set, const unsigned int *: shmem_uint_atomic_set, \
+    unsigned long *: shmem_ulong_atomic_set, const unsigned long *: shmem_ulong_atomic_set, \
+    unsigned long long *: shmem_ulonglong_atomic_set, const unsigned long long *: shmem_ulonglong_atomic_set, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_swap(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_atomic_swap, const float *: shmem_ctx_float_atomic_swap, \
+    double *: shmem_ctx_double_atomic_swap, const double *: shmem_ctx_double_atomic_swap, \
+    int *: shmem_ctx_int_atomic_swap, const int *: shmem_ctx_int_atomic_swap, \
+    long *: shmem_ctx_long_atomic_swap, const long *: shmem_ctx_long_atomic_swap, \
+    long long *: shmem_ctx_longlong_atomic_swap, const long long *: shmem_ctx_longlong_atomic_swap, \
+    unsigned int *: shmem_ctx_uint_atomic_swap, const unsigned int *: shmem_ctx_uint_atomic_swap, \
+    unsigned long *: shmem_ctx_ulong_atomic_swap, const unsigned long *: shmem_ctx_ulong_atomic_swap, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_swap, const unsigned long long *: shmem_ctx_ulonglong_atomic_swap, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_atomic_swap, const float *: shmem_float_atomic_swap, \
+    double *: shmem_double_atomic_swap, const double *: shmem_double_atomic_swap, \
+    int *: shmem_int_atomic_swap, const int *: shmem_int_atomic_swap, \
+    long *: shmem_long_atomic_swap, const long *: shmem_long_atomic_swap, \
+    long long *: shmem_longlong_atomic_swap, const long long *: shmem_longlong_atomic_swap, \
+    unsigned int *: shmem_uint_atomic_swap, const unsigned int *: shmem_uint_atomic_swap, \
+    unsigned long *: shmem_ulong_atomic_swap, const unsigned long *: shmem_ulong_atomic_swap, \
+    unsigned long long *: shmem_ulonglong_atomic_swap, const unsigned long long *: shmem_ulonglong_atomic_swap, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_compare_swap(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    int *: shmem_ctx_int_atomic_compare_swap, const int *: shmem_ctx_int_atomic_compare_swap, \
+    long *: shmem_ctx_long_atomic_compare_swap, const long *: shmem_ctx_long_atomic_compare_swap, \
+    long long *: shmem_ctx_longlong_atomic_compare_swap, const long long *: shmem_ctx_longlong_atomic_compare_swap, \
+    unsigned int *: shmem_ctx_uint_atomic_compare_swap, const unsigned int *: shmem_ctx_uint_atomic_compare_swap, \
+    unsigned long *: shmem_ctx_ulong_atomic_compare_swap, const unsigned long *: shmem_ctx_ulong_atomic_compare_swap, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_compare_swap, const unsigned long long *: shmem_ctx_ulonglong_atomic_compare_swap, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_atomic_compare_swap, const int *: shmem_int_atomic_compare_swap, \
+    long *: shmem_long_atomic_compare_swap, const long *: shmem_long_atomic_compare_swap, \
+    long long *: shmem_longlong_atomic_compare_swap, const long long *: shmem_longlong_atomic_compare_swap, \
+    unsigned int *: shmem_uint_atomic_compare_swap, const unsigned int *: shmem_uint_atomic_compare_swap, \
+    unsigned long *: shmem_ulong_atomic_compare_swap, const unsigned long *: shmem_ulong_atomic_compare_swap, \
+    unsigned long long *: shmem_ulonglong_atomic_compare_swap, const unsigned long long *: shmem_ulonglong_atomic_compare_swap, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_inc(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    int *: shmem_ctx_int_atomic_fetch_inc, const int *: shmem_ctx_int_atomic_fetch_inc, \
+    long *: shmem_ctx_long_atomic_fetch_inc, const long *: shmem_ctx_long_atomic_fetch_inc, \
+    long long *: shmem_ctx_longlong_atomic_fetch_inc, const long long *: shmem_ctx_longlong_atomic_fetch_inc, \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_inc, const unsigned int *: shmem_ctx_uint_atomic_fetch_inc, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_inc, const unsigned long *: shmem_ctx_ulong_atomic_fetch_inc, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_inc, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_inc, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_atomic_fetch_inc, const int *: shmem_int_atomic_fetch_inc, \
+    long *: shmem_long_atomic_fetch_inc, const long *: shmem_long_atomic_fetch_inc, \
+    long long *: shmem_longlong_atomic_fetch_inc, const long long *: shmem_longlong_atomic_fetch_inc, \
+    unsigned int *: shmem_uint_atomic_fetch_inc, const unsigned int *: shmem_uint_atomic_fetch_inc, \
+    unsigned long *: shmem_ulong_atomic_fetch_inc, const unsigned long *: shmem_ulong_atomic_fetch_inc, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_inc, const unsigned long long *: shmem_ulonglong_atomic_fetch_inc, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_inc(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    int *: shmem_ctx_int_atomic_inc, const int *: shmem_ctx_int_atomic_inc, \
+    long *: shmem_ctx_long_atomic_inc, const long *: shmem_ctx_long_atomic_inc, \
+    long long *: shmem_ctx_longlong_atomic_inc, const long long *: shmem_ctx_longlong_atomic_inc, \
+    unsigned int *: shmem_ctx_uint_atomic_inc, const unsigned int *: shmem_ctx_uint_atomic_inc, \
+    unsigned long *: shmem_ctx_ulong_atomic_inc, const unsigned long *: shmem_ctx_ulong_atomic_inc, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_inc, const unsigned long long *: shmem_ctx_ulonglong_atomic_inc, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_atomic_inc, const int *: shmem_int_atomic_inc, \
+    long *: shmem_long_atomic_inc, const long *: shmem_long_atomic_inc, \
+    long long *: shmem_longlong_atomic_inc, const long long *: shmem_longlong_atomic_inc, \
+    unsigned int *: shmem_uint_atomic_inc, const unsigned int *: shmem_uint_atomic_inc, \
+    unsigned long *: shmem_ulong_atomic_inc, const unsigned long *: shmem_ulong_atomic_inc, \
+    unsigned long long *: shmem_ulonglong_atomic_inc, const unsigned long long *: shmem_ulonglong_atomic_inc, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_add(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    int *: shmem_ctx_int_atomic_fetch_add, const int *: shmem_ctx_int_atomic_fetch_add, \
+    long *: shmem_ctx_long_atomic_fetch_add, const long *: shmem_ctx_long_atomic_fetch_add, \
+    long long *: shmem_ctx_longlong_atomic_fetch_add, const long long *: shmem_ctx_longlong_atomic_fetch_add, \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_add, const unsigned int *: shmem_ctx_uint_atomic_fetch_add, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_add, const unsigned long *: shmem_ctx_ulong_atomic_fetch_add, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_add, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_add, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_atomic_fetch_add, const int *: shmem_int_atomic_fetch_add, \
+    long *: shmem_long_atomic_fetch_add, const long *: shmem_long_atomic_fetch_add, \
+    long long *: shmem_longlong_atomic_fetch_add, const long long *: shmem_longlong_atomic_fetch_add, \
+    unsigned int *: shmem_uint_atomic_fetch_add, const unsigned int *: shmem_uint_atomic_fetch_add, \
+    unsigned long *: shmem_ulong_atomic_fetch_add, const unsigned long *: shmem_ulong_atomic_fetch_add, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_add, const unsigned long long *: shmem_ulonglong_atomic_fetch_add, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_add(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    int *: shmem_ctx_int_atomic_add, const int *: shmem_ctx_int_atomic_add, \
+    long *: shmem_ctx_long_atomic_add, const long *: shmem_ctx_long_atomic_add, \
+    long long *: shmem_ctx_longlong_atomic_add, const long long *: shmem_ctx_longlong_atomic_add, \
+    unsigned int *: shmem_ctx_uint_atomic_add, const unsigned int *: shmem_ctx_uint_atomic_add, \
+    unsigned long *: shmem_ctx_ulong_atomic_add, const unsigned long *: shmem_ctx_ulong_atomic_add, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_add, const unsigned long long *: shmem_ctx_ulonglong_atomic_add, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_atomic_add, const int *: shmem_int_atomic_add, \
+    long *: shmem_long_atomic_add, const long *: shmem_long_atomic_add, \
+    long long *: shmem_longlong_atomic_add, const long long *: shmem_longlong_atomic_add, \
+    unsigned int *: shmem_uint_atomic_add, const unsigned int *: shmem_uint_atomic_add, \
+    unsigned long *: shmem_ulong_atomic_add, const unsigned long *: shmem_ulong_atomic_add, \
+    unsigned long long *: shmem_ulonglong_atomic_add, const unsigned long long *: shmem_ulonglong_atomic_add, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_and(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_and, const unsigned int *: shmem_ctx_uint_atomic_fetch_and, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_and, const unsigned long *: shmem_ctx_ulong_atomic_fetch_and, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    unsigned int *: shmem_uint_atomic_fetch_and, const unsigned int *: shmem_uint_atomic_fetch_and, \
+    unsigned long *: shmem_ulong_atomic_fetch_and, const unsigned long *: shmem_ulong_atomic_fetch_and, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_and, const unsigned long long *: shmem_ulonglong_atomic_fetch_and, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_and(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned int *: shmem_ctx_uint_atomic_and, const unsigned int *: shmem_ctx_uint_atomic_and, \
+    unsigned long *: shmem_ctx_ulong_atomic_and, const unsigned long *: shmem_ctx_ulong_atomic_and, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_and, const unsigned long long *: shmem_ctx_ulonglong_atomic_and, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    unsigned int *: shmem_uint_atomic_and, const unsigned int *: shmem_uint_atomic_and, \
+    unsigned long *: shmem_ulong_atomic_and, const unsigned long *: shmem_ulong_atomic_and, \
+    unsigned long long *: shmem_ulonglong_atomic_and, const unsigned long long *: shmem_ulonglong_atomic_and, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_or(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_or, const unsigned int *: shmem_ctx_uint_atomic_fetch_or, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_or, const unsigned long *: shmem_ctx_ulong_atomic_fetch_or, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    unsigned int *: shmem_uint_atomic_fetch_or, const unsigned int *: shmem_uint_atomic_fetch_or, \
+    unsigned long *: shmem_ulong_atomic_fetch_or, const unsigned long *: shmem_ulong_atomic_fetch_or, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_or, const unsigned long long *: shmem_ulonglong_atomic_fetch_or, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_or(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned int *: shmem_ctx_uint_atomic_or, const unsigned int *: shmem_ctx_uint_atomic_or, \
+    unsigned long *: shmem_ctx_ulong_atomic_or, const unsigned long *: shmem_ctx_ulong_atomic_or, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_or, const unsigned long long *: shmem_ctx_ulonglong_atomic_or, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    unsigned int *: shmem_uint_atomic_or, const unsigned int *: shmem_uint_atomic_or, \
+    unsigned long *: shmem_ulong_atomic_or, const unsigned long *: shmem_ulong_atomic_or, \
+    unsigned long long *: shmem_ulonglong_atomic_or, const unsigned long long *: shmem_ulonglong_atomic_or, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_xor(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_xor, const unsigned int *: shmem_ctx_uint_atomic_fetch_xor, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_xor, const unsigned long *: shmem_ctx_ulong_atomic_fetch_xor, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    unsigned int *: shmem_uint_atomic_fetch_xor, const unsigned int *: shmem_uint_atomic_fetch_xor, \
+    unsigned long *: shmem_ulong_atomic_fetch_xor, const unsigned long *: shmem_ulong_atomic_fetch_xor, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_xor, const unsigned long long *: shmem_ulonglong_atomic_fetch_xor, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_xor(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned int *: shmem_ctx_uint_atomic_xor, const unsigned int *: shmem_ctx_uint_atomic_xor, \
+    unsigned long *: shmem_ctx_ulong_atomic_xor, const unsigned long *: shmem_ctx_ulong_atomic_xor, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_xor, const unsigned long long *: shmem_ctx_ulonglong_atomic_xor, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    unsigned int *: shmem_uint_atomic_xor, const unsigned int *: shmem_uint_atomic_xor, \
+    unsigned long *: shmem_ulong_atomic_xor, const unsigned long *: shmem_ulong_atomic_xor, \
+    unsigned long long *: shmem_ulonglong_atomic_xor, const unsigned long long *: shmem_ulonglong_atomic_xor, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_atomic_fetch_nbi, const float *: shmem_ctx_float_atomic_fetch_nbi, \
+    double *: shmem_ctx_double_atomic_fetch_nbi, const double *: shmem_ctx_double_atomic_fetch_nbi, \
+    int *: shmem_ctx_int_atomic_fetch_nbi, const int *: shmem_ctx_int_atomic_fetch_nbi, \
+    long *: shmem_ctx_long_atomic_fetch_nbi, const long *: shmem_ctx_long_atomic_fetch_nbi, \
+    long long *: shmem_ctx_longlong_atomic_fetch_nbi, const long long *: shmem_ctx_longlong_atomic_fetch_nbi, \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_nbi, const unsigned int *: shmem_ctx_uint_atomic_fetch_nbi, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_nbi, const unsigned long *: shmem_ctx_ulong_atomic_fetch_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_nbi, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_atomic_fetch_nbi, const float *: shmem_float_atomic_fetch_nbi, \
+    double *: shmem_double_atomic_fetch_nbi, const double *: shmem_double_atomic_fetch_nbi, \
+    int *: shmem_int_atomic_fetch_nbi, const int *: shmem_int_atomic_fetch_nbi, \
+    long *: shmem_long_atomic_fetch_nbi, const long *: shmem_long_atomic_fetch_nbi, \
+    long long *: shmem_longlong_atomic_fetch_nbi, const long long *: shmem_longlong_atomic_fetch_nbi, \
+    unsigned int *: shmem_uint_atomic_fetch_nbi, const unsigned int *: shmem_uint_atomic_fetch_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_nbi, const unsigned long *: shmem_ulong_atomic_fetch_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_nbi, const unsigned long long *: shmem_ulonglong_atomic_fetch_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_swap_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_ctx_float_atomic_swap_nbi, const float *: shmem_ctx_float_atomic_swap_nbi, \
+    double *: shmem_ctx_double_atomic_swap_nbi, const double *: shmem_ctx_double_atomic_swap_nbi, \
+    int *: shmem_ctx_int_atomic_swap_nbi, const int *: shmem_ctx_int_atomic_swap_nbi, \
+    long *: shmem_ctx_long_atomic_swap_nbi, const long *: shmem_ctx_long_atomic_swap_nbi, \
+    long long *: shmem_ctx_longlong_atomic_swap_nbi, const long long *: shmem_ctx_longlong_atomic_swap_nbi, \
+    unsigned int *: shmem_ctx_uint_atomic_swap_nbi, const unsigned int *: shmem_ctx_uint_atomic_swap_nbi, \
+    unsigned long *: shmem_ctx_ulong_atomic_swap_nbi, const unsigned long *: shmem_ctx_ulong_atomic_swap_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_swap_nbi, const unsigned long long *: shmem_ctx_ulonglong_atomic_swap_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    float *: shmem_float_atomic_swap_nbi, const float *: shmem_float_atomic_swap_nbi, \
+    double *: shmem_double_atomic_swap_nbi, const double *: shmem_double_atomic_swap_nbi, \
+    int *: shmem_int_atomic_swap_nbi, const int *: shmem_int_atomic_swap_nbi, \
+    long *: shmem_long_atomic_swap_nbi, const long *: shmem_long_atomic_swap_nbi, \
+    long long *: shmem_longlong_atomic_swap_nbi, const long long *: shmem_longlong_atomic_swap_nbi, \
+    unsigned int *: shmem_uint_atomic_swap_nbi, const unsigned int *: shmem_uint_atomic_swap_nbi, \
+    unsigned long *: shmem_ulong_atomic_swap_nbi, const unsigned long *: shmem_ulong_atomic_swap_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_swap_nbi, const unsigned long long *: shmem_ulonglong_atomic_swap_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_compare_swap_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    int *: shmem_ctx_int_atomic_compare_swap_nbi, const int *: shmem_ctx_int_atomic_compare_swap_nbi, \
+    long *: shmem_ctx_long_atomic_compare_swap_nbi, const long *: shmem_ctx_long_atomic_compare_swap_nbi, \
+    long long *: shmem_ctx_longlong_atomic_compare_swap_nbi, const long long *: shmem_ctx_longlong_atomic_compare_swap_nbi, \
+    unsigned int *: shmem_ctx_uint_atomic_compare_swap_nbi, const unsigned int *: shmem_ctx_uint_atomic_compare_swap_nbi, \
+    unsigned long *: shmem_ctx_ulong_atomic_compare_swap_nbi, const unsigned long *: shmem_ctx_ulong_atomic_compare_swap_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_compare_swap_nbi, const unsigned long long *: shmem_ctx_ulonglong_atomic_compare_swap_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_atomic_compare_swap_nbi, const int *: shmem_int_atomic_compare_swap_nbi, \
+    long *: shmem_long_atomic_compare_swap_nbi, const long *: shmem_long_atomic_compare_swap_nbi, \
+    long long *: shmem_longlong_atomic_compare_swap_nbi, const long long *: shmem_longlong_atomic_compare_swap_nbi, \
+    unsigned int *: shmem_uint_atomic_compare_swap_nbi, const unsigned int *: shmem_uint_atomic_compare_swap_nbi, \
+    unsigned long *: shmem_ulong_atomic_compare_swap_nbi, const unsigned long *: shmem_ulong_atomic_compare_swap_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_compare_swap_nbi, const unsigned long long *: shmem_ulonglong_atomic_compare_swap_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_inc_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    int *: shmem_ctx_int_atomic_fetch_inc_nbi, const int *: shmem_ctx_int_atomic_fetch_inc_nbi, \
+    long *: shmem_ctx_long_atomic_fetch_inc_nbi, const long *: shmem_ctx_long_atomic_fetch_inc_nbi, \
+    long long *: shmem_ctx_longlong_atomic_fetch_inc_nbi, const long long *: shmem_ctx_longlong_atomic_fetch_inc_nbi, \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_inc_nbi, const unsigned int *: shmem_ctx_uint_atomic_fetch_inc_nbi, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_inc_nbi, const unsigned long *: shmem_ctx_ulong_atomic_fetch_inc_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_inc_nbi, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_inc_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_atomic_fetch_inc_nbi, const int *: shmem_int_atomic_fetch_inc_nbi, \
+    long *: shmem_long_atomic_fetch_inc_nbi, const long *: shmem_long_atomic_fetch_inc_nbi, \
+    long long *: shmem_longlong_atomic_fetch_inc_nbi, const long long *: shmem_longlong_atomic_fetch_inc_nbi, \
+    unsigned int *: shmem_uint_atomic_fetch_inc_nbi, const unsigned int *: shmem_uint_atomic_fetch_inc_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_inc_nbi, const unsigned long *: shmem_ulong_atomic_fetch_inc_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_inc_nbi, const unsigned long long *: shmem_ulonglong_atomic_fetch_inc_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_add_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    int *: shmem_ctx_int_atomic_fetch_add_nbi, const int *: shmem_ctx_int_atomic_fetch_add_nbi, \
+    long *: shmem_ctx_long_atomic_fetch_add_nbi, const long *: shmem_ctx_long_atomic_fetch_add_nbi, \
+    long long *: shmem_ctx_longlong_atomic_fetch_add_nbi, const long long *: shmem_ctx_longlong_atomic_fetch_add_nbi, \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_add_nbi, const unsigned int *: shmem_ctx_uint_atomic_fetch_add_nbi, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_add_nbi, const unsigned long *: shmem_ctx_ulong_atomic_fetch_add_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_add_nbi, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_add_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_atomic_fetch_add_nbi, const int *: shmem_int_atomic_fetch_add_nbi, \
+    long *: shmem_long_atomic_fetch_add_nbi, const long *: shmem_long_atomic_fetch_add_nbi, \
+    long long *: shmem_longlong_atomic_fetch_add_nbi, const long long *: shmem_longlong_atomic_fetch_add_nbi, \
+    unsigned int *: shmem_uint_atomic_fetch_add_nbi, const unsigned int *: shmem_uint_atomic_fetch_add_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_add_nbi, const unsigned long *: shmem_ulong_atomic_fetch_add_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_add_nbi, const unsigned long long *: shmem_ulonglong_atomic_fetch_add_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_and_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_and_nbi, const unsigned int *: shmem_ctx_uint_atomic_fetch_and_nbi, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_and_nbi, const unsigned long *: shmem_ctx_ulong_atomic_fetch_and_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and_nbi, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    unsigned int *: shmem_uint_atomic_fetch_and_nbi, const unsigned int *: shmem_uint_atomic_fetch_and_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_and_nbi, const unsigned long *: shmem_ulong_atomic_fetch_and_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_and_nbi, const unsigned long long *: shmem_ulonglong_atomic_fetch_and_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_or_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_or_nbi, const unsigned int *: shmem_ctx_uint_atomic_fetch_or_nbi, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_or_nbi, const unsigned long *: shmem_ctx_ulong_atomic_fetch_or_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or_nbi, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    unsigned int *: shmem_uint_atomic_fetch_or_nbi, const unsigned int *: shmem_uint_atomic_fetch_or_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_or_nbi, const unsigned long *: shmem_ulong_atomic_fetch_or_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_or_nbi, const unsigned long long *: shmem_ulonglong_atomic_fetch_or_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_atomic_fetch_xor_nbi(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+  shmem_ctx_t: _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned int *: shmem_ctx_uint_atomic_fetch_xor_nbi, const unsigned int *: shmem_ctx_uint_atomic_fetch_xor_nbi, \
+    unsigned long *: shmem_ctx_ulong_atomic_fetch_xor_nbi, const unsigned long *: shmem_ctx_ulong_atomic_fetch_xor_nbi, \
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor_nbi, const unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor_nbi, \
+    default: SHMEM_C11_TYPE_ERROR), \
+  default: _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    unsigned int *: shmem_uint_atomic_fetch_xor_nbi, const unsigned int *: shmem_uint_atomic_fetch_xor_nbi, \
+    unsigned long *: shmem_ulong_atomic_fetch_xor_nbi, const unsigned long *: shmem_ulong_atomic_fetch_xor_nbi, \
+    unsigned long long *: shmem_ulonglong_atomic_fetch_xor_nbi, const unsigned long long *: shmem_ulonglong_atomic_fetch_xor_nbi, \
+    default: SHMEM_C11_TYPE_ERROR))(__VA_ARGS__)
+
+#define shmem_wait_until(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    short *: shmem_short_wait_until, const short *: shmem_short_wait_until, \
+    int *: shmem_int_wait_until, const int *: shmem_int_wait_until, \
+    long *: shmem_long_wait_until, const long *: shmem_long_wait_until, \
+    long long *: shmem_longlong_wait_until, const long long *: shmem_longlong_wait_until, \
+    unsigned short *: shmem_ushort_wait_until, const unsigned short *: shmem_ushort_wait_until, \
+    unsigned int *: shmem_uint_wait_until, const unsigned int *: shmem_uint_wait_until, \
+    unsigned long *: shmem_ulong_wait_until, const unsigned long *: shmem_ulong_wait_until, \
+    unsigned long long *: shmem_ulonglong_wait_until, const unsigned long long *: shmem_ulonglong_wait_until, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_wait_until_all(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_wait_until_all, const int *: shmem_int_wait_until_all, \
+    long *: shmem_long_wait_until_all, const long *: shmem_long_wait_until_all, \
+    long long *: shmem_longlong_wait_until_all, const long long *: shmem_longlong_wait_until_all, \
+    unsigned int *: shmem_uint_wait_until_all, const unsigned int *: shmem_uint_wait_until_all, \
+    unsigned long *: shmem_ulong_wait_until_all, const unsigned long *: shmem_ulong_wait_until_all, \
+    unsigned long long *: shmem_ulonglong_wait_until_all, const unsigned long long *: shmem_ulonglong_wait_until_all, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_wait_until_any(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_wait_until_any, const int *: shmem_int_wait_until_any, \
+    long *: shmem_long_wait_until_any, const long *: shmem_long_wait_until_any, \
+    long long *: shmem_longlong_wait_until_any, const long long *: shmem_longlong_wait_until_any, \
+    unsigned int *: shmem_uint_wait_until_any, const unsigned int *: shmem_uint_wait_until_any, \
+    unsigned long *: shmem_ulong_wait_until_any, const unsigned long *: shmem_ulong_wait_until_any, \
+    unsigned long long *: shmem_ulonglong_wait_until_any, const unsigned long long *: shmem_ulonglong_wait_until_any, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_wait_until_some(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_wait_until_some, const int *: shmem_int_wait_until_some, \
+    long *: shmem_long_wait_until_some, const long *: shmem_long_wait_until_some, \
+    long long *: shmem_longlong_wait_until_some, const long long *: shmem_longlong_wait_until_some, \
+    unsigned int *: shmem_uint_wait_until_some, const unsigned int *: shmem_uint_wait_until_some, \
+    unsigned long *: shmem_ulong_wait_until_some, const unsigned long *: shmem_ulong_wait_until_some, \
+    unsigned long long *: shmem_ulonglong_wait_until_some, const unsigned long long *: shmem_ulonglong_wait_until_some, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_wait_until_all_vector(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_wait_until_all_vector, const int *: shmem_int_wait_until_all_vector, \
+    long *: shmem_long_wait_until_all_vector, const long *: shmem_long_wait_until_all_vector, \
+    long long *: shmem_longlong_wait_until_all_vector, const long long *: shmem_longlong_wait_until_all_vector, \
+    unsigned int *: shmem_uint_wait_until_all_vector, const unsigned int *: shmem_uint_wait_until_all_vector, \
+    unsigned long *: shmem_ulong_wait_until_all_vector, const unsigned long *: shmem_ulong_wait_until_all_vector, \
+    unsigned long long *: shmem_ulonglong_wait_until_all_vector, const unsigned long long *: shmem_ulonglong_wait_until_all_vector, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_wait_until_any_vector(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_wait_until_any_vector, const int *: shmem_int_wait_until_any_vector, \
+    long *: shmem_long_wait_until_any_vector, const long *: shmem_long_wait_until_any_vector, \
+    long long *: shmem_longlong_wait_until_any_vector, const long long *: shmem_longlong_wait_until_any_vector, \
+    unsigned int *: shmem_uint_wait_until_any_vector, const unsigned int *: shmem_uint_wait_until_any_vector, \
+    unsigned long *: shmem_ulong_wait_until_any_vector, const unsigned long *: shmem_ulong_wait_until_any_vector, \
+    unsigned long long *: shmem_ulonglong_wait_until_any_vector, const unsigned long long *: shmem_ulonglong_wait_until_any_vector, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_wait_until_some_vector(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_wait_until_some_vector, const int *: shmem_int_wait_until_some_vector, \
+    long *: shmem_long_wait_until_some_vector, const long *: shmem_long_wait_until_some_vector, \
+    long long *: shmem_longlong_wait_until_some_vector, const long long *: shmem_longlong_wait_until_some_vector, \
+    unsigned int *: shmem_uint_wait_until_some_vector, const unsigned int *: shmem_uint_wait_until_some_vector, \
+    unsigned long *: shmem_ulong_wait_until_some_vector, const unsigned long *: shmem_ulong_wait_until_some_vector, \
+    unsigned long long *: shmem_ulonglong_wait_until_some_vector, const unsigned long long *: shmem_ulonglong_wait_until_some_vector, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_test(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    short *: shmem_short_test, const short *: shmem_short_test, \
+    int *: shmem_int_test, const int *: shmem_int_test, \
+    long *: shmem_long_test, const long *: shmem_long_test, \
+    long long *: shmem_longlong_test, const long long *: shmem_longlong_test, \
+    unsigned short *: shmem_ushort_test, const unsigned short *: shmem_ushort_test, \
+    unsigned int *: shmem_uint_test, const unsigned int *: shmem_uint_test, \
+    unsigned long *: shmem_ulong_test, const unsigned long *: shmem_ulong_test, \
+    unsigned long long *: shmem_ulonglong_test, const unsigned long long *: shmem_ulonglong_test, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_test_all(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_test_all, const int *: shmem_int_test_all, \
+    long *: shmem_long_test_all, const long *: shmem_long_test_all, \
+    long long *: shmem_longlong_test_all, const long long *: shmem_longlong_test_all, \
+    unsigned int *: shmem_uint_test_all, const unsigned int *: shmem_uint_test_all, \
+    unsigned long *: shmem_ulong_test_all, const unsigned long *: shmem_ulong_test_all, \
+    unsigned long long *: shmem_ulonglong_test_all, const unsigned long long *: shmem_ulonglong_test_all, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_test_any(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_test_any, const int *: shmem_int_test_any, \
+    long *: shmem_long_test_any, const long *: shmem_long_test_any, \
+    long long *: shmem_longlong_test_any, const long long *: shmem_longlong_test_any, \
+    unsigned int *: shmem_uint_test_any, const unsigned int *: shmem_uint_test_any, \
+    unsigned long *: shmem_ulong_test_any, const unsigned long *: shmem_ulong_test_any, \
+    unsigned long long *: shmem_ulonglong_test_any, const unsigned long long *: shmem_ulonglong_test_any, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_test_some(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_test_some, const int *: shmem_int_test_some, \
+    long *: shmem_long_test_some, const long *: shmem_long_test_some, \
+    long long *: shmem_longlong_test_some, const long long *: shmem_longlong_test_some, \
+    unsigned int *: shmem_uint_test_some, const unsigned int *: shmem_uint_test_some, \
+    unsigned long *: shmem_ulong_test_some, const unsigned long *: shmem_ulong_test_some, \
+    unsigned long long *: shmem_ulonglong_test_some, const unsigned long long *: shmem_ulonglong_test_some, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_test_all_vector(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_test_all_vector, const int *: shmem_int_test_all_vector, \
+    long *: shmem_long_test_all_vector, const long *: shmem_long_test_all_vector, \
+    long long *: shmem_longlong_test_all_vector, const long long *: shmem_longlong_test_all_vector, \
+    unsigned int *: shmem_uint_test_all_vector, const unsigned int *: shmem_uint_test_all_vector, \
+    unsigned long *: shmem_ulong_test_all_vector, const unsigned long *: shmem_ulong_test_all_vector, \
+    unsigned long long *: shmem_ulonglong_test_all_vector, const unsigned long long *: shmem_ulonglong_test_all_vector, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_test_any_vector(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_test_any_vector, const int *: shmem_int_test_any_vector, \
+    long *: shmem_long_test_any_vector, const long *: shmem_long_test_any_vector, \
+    long long *: shmem_longlong_test_any_vector, const long long *: shmem_longlong_test_any_vector, \
+    unsigned int *: shmem_uint_test_any_vector, const unsigned int *: shmem_uint_test_any_vector, \
+    unsigned long *: shmem_ulong_test_any_vector, const unsigned long *: shmem_ulong_test_any_vector, \
+    unsigned long long *: shmem_ulonglong_test_any_vector, const unsigned long long *: shmem_ulonglong_test_any_vector, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_test_some_vector(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \
+    int *: shmem_int_test_some_vector, const int *: shmem_int_test_some_vector, \
+    long *: shmem_long_test_some_vector, const long *: shmem_long_test_some_vector, \
+    long long *: shmem_longlong_test_some_vector, const long long *: shmem_longlong_test_some_vector, \
+    unsigned int *: shmem_uint_test_some_vector, const unsigned int *: shmem_uint_test_some_vector, \
+    unsigned long *: shmem_ulong_test_some_vector, const unsigned long *: shmem_ulong_test_some_vector, \
+    unsigned long long *: shmem_ulonglong_test_some_vector, const unsigned long long *: shmem_ulonglong_test_some_vector, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_broadcast(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_broadcast, const float *: shmem_float_broadcast, \
+    double *: shmem_double_broadcast, const double *: shmem_double_broadcast, \
+    long double *: shmem_longdouble_broadcast, const long double *: shmem_longdouble_broadcast, \
+    char *: shmem_char_broadcast, const char *: shmem_char_broadcast, \
+    signed char *: shmem_schar_broadcast, const signed char *: shmem_schar_broadcast, \
+    short *: shmem_short_broadcast, const short *: shmem_short_broadcast, \
+    int *: shmem_int_broadcast, const int *: shmem_int_broadcast, \
+    long *: shmem_long_broadcast, const long *: shmem_long_broadcast, \
+    long long *: shmem_longlong_broadcast, const long long *: shmem_longlong_broadcast, \
+    unsigned char *: shmem_uchar_broadcast, const unsigned char *: shmem_uchar_broadcast, \
+    unsigned short *: shmem_ushort_broadcast, const unsigned short *: shmem_ushort_broadcast, \
+    unsigned int *: shmem_uint_broadcast, const unsigned int *: shmem_uint_broadcast, \
+    unsigned long *: shmem_ulong_broadcast, const unsigned long *: shmem_ulong_broadcast, \
+    unsigned long long *: shmem_ulonglong_broadcast, const unsigned long long *: shmem_ulonglong_broadcast, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_collect(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_collect, const float *: shmem_float_collect, \
+    double *: shmem_double_collect, const double *: shmem_double_collect, \
+    long double *: shmem_longdouble_collect, const long double *: shmem_longdouble_collect, \
+    char *: shmem_char_collect, const char *: shmem_char_collect, \
+    signed char *: shmem_schar_collect, const signed char *: shmem_schar_collect, \
+    short *: shmem_short_collect, const short *: shmem_short_collect, \
+    int *: shmem_int_collect, const int *: shmem_int_collect, \
+    long *: shmem_long_collect, const long *: shmem_long_collect, \
+    long long *: shmem_longlong_collect, const long long *: shmem_longlong_collect, \
+    unsigned char *: shmem_uchar_collect, const unsigned char *: shmem_uchar_collect, \
+    unsigned short *: shmem_ushort_collect, const unsigned short *: shmem_ushort_collect, \
+    unsigned int *: shmem_uint_collect, const unsigned int *: shmem_uint_collect, \
+    unsigned long *: shmem_ulong_collect, const unsigned long *: shmem_ulong_collect, \
+    unsigned long long *: shmem_ulonglong_collect, const unsigned long long *: shmem_ulonglong_collect, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_fcollect(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_fcollect, const float *: shmem_float_fcollect, \
+    double *: shmem_double_fcollect, const double *: shmem_double_fcollect, \
+    long double *: shmem_longdouble_fcollect, const long double *: shmem_longdouble_fcollect, \
+    char *: shmem_char_fcollect, const char *: shmem_char_fcollect, \
+    signed char *: shmem_schar_fcollect, const signed char *: shmem_schar_fcollect, \
+    short *: shmem_short_fcollect, const short *: shmem_short_fcollect, \
+    int *: shmem_int_fcollect, const int *: shmem_int_fcollect, \
+    long *: shmem_long_fcollect, const long *: shmem_long_fcollect, \
+    long long *: shmem_longlong_fcollect, const long long *: shmem_longlong_fcollect, \
+    unsigned char *: shmem_uchar_fcollect, const unsigned char *: shmem_uchar_fcollect, \
+    unsigned short *: shmem_ushort_fcollect, const unsigned short *: shmem_ushort_fcollect, \
+    unsigned int *: shmem_uint_fcollect, const unsigned int *: shmem_uint_fcollect, \
+    unsigned long *: shmem_ulong_fcollect, const unsigned long *: shmem_ulong_fcollect, \
+    unsigned long long *: shmem_ulonglong_fcollect, const unsigned long long *: shmem_ulonglong_fcollect, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_alltoall(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_alltoall, const float *: shmem_float_alltoall, \
+    double *: shmem_double_alltoall, const double *: shmem_double_alltoall, \
+    long double *: shmem_longdouble_alltoall, const long double *: shmem_longdouble_alltoall, \
+    char *: shmem_char_alltoall, const char *: shmem_char_alltoall, \
+    signed char *: shmem_schar_alltoall, const signed char *: shmem_schar_alltoall, \
+    short *: shmem_short_alltoall, const short *: shmem_short_alltoall, \
+    int *: shmem_int_alltoall, const int *: shmem_int_alltoall, \
+    long *: shmem_long_alltoall, const long *: shmem_long_alltoall, \
+    long long *: shmem_longlong_alltoall, const long long *: shmem_longlong_alltoall, \
+    unsigned char *: shmem_uchar_alltoall, const unsigned char *: shmem_uchar_alltoall, \
+    unsigned short *: shmem_ushort_alltoall, const unsigned short *: shmem_ushort_alltoall, \
+    unsigned int *: shmem_uint_alltoall, const unsigned int *: shmem_uint_alltoall, \
+    unsigned long *: shmem_ulong_alltoall, const unsigned long *: shmem_ulong_alltoall, \
+    unsigned long long *: shmem_ulonglong_alltoall, const unsigned long long *: shmem_ulonglong_alltoall, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_alltoalls(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_alltoalls, const float *: shmem_float_alltoalls, \
+    double *: shmem_double_alltoalls, const double *: shmem_double_alltoalls, \
+    long double *: shmem_longdouble_alltoalls, const long double *: shmem_longdouble_alltoalls, \
+    char *: shmem_char_alltoalls, const char *: shmem_char_alltoalls, \
+    signed char *: shmem_schar_alltoalls, const signed char *: shmem_schar_alltoalls, \
+    short *: shmem_short_alltoalls, const short *: shmem_short_alltoalls, \
+    int *: shmem_int_alltoalls, const int *: shmem_int_alltoalls, \
+    long *: shmem_long_alltoalls, const long *: shmem_long_alltoalls, \
+    long long *: shmem_longlong_alltoalls, const long long *: shmem_longlong_alltoalls, \
+    unsigned char *: shmem_uchar_alltoalls, const unsigned char *: shmem_uchar_alltoalls, \
+    unsigned short *: shmem_ushort_alltoalls, const unsigned short *: shmem_ushort_alltoalls, \
+    unsigned int *: shmem_uint_alltoalls, const unsigned int *: shmem_uint_alltoalls, \
+    unsigned long *: shmem_ulong_alltoalls, const unsigned long *: shmem_ulong_alltoalls, \
+    unsigned long long *: shmem_ulonglong_alltoalls, const unsigned long long *: shmem_ulonglong_alltoalls, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_and_reduce(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned char *: shmem_uchar_and_reduce, const unsigned char *: shmem_uchar_and_reduce, \
+    unsigned short *: shmem_ushort_and_reduce, const unsigned short *: shmem_ushort_and_reduce, \
+    unsigned int *: shmem_uint_and_reduce, const unsigned int *: shmem_uint_and_reduce, \
+    unsigned long *: shmem_ulong_and_reduce, const unsigned long *: shmem_ulong_and_reduce, \
+    unsigned long long *: shmem_ulonglong_and_reduce, const unsigned long long *: shmem_ulonglong_and_reduce, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_or_reduce(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned char *: shmem_uchar_or_reduce, const unsigned char *: shmem_uchar_or_reduce, \
+    unsigned short *: shmem_ushort_or_reduce, const unsigned short *: shmem_ushort_or_reduce, \
+    unsigned int *: shmem_uint_or_reduce, const unsigned int *: shmem_uint_or_reduce, \
+    unsigned long *: shmem_ulong_or_reduce, const unsigned long *: shmem_ulong_or_reduce, \
+    unsigned long long *: shmem_ulonglong_or_reduce, const unsigned long long *: shmem_ulonglong_or_reduce, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_xor_reduce(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    unsigned char *: shmem_uchar_xor_reduce, const unsigned char *: shmem_uchar_xor_reduce, \
+    unsigned short *: shmem_ushort_xor_reduce, const unsigned short *: shmem_ushort_xor_reduce, \
+    unsigned int *: shmem_uint_xor_reduce, const unsigned int *: shmem_uint_xor_reduce, \
+    unsigned long *: shmem_ulong_xor_reduce, const unsigned long *: shmem_ulong_xor_reduce, \
+    unsigned long long *: shmem_ulonglong_xor_reduce, const unsigned long long *: shmem_ulonglong_xor_reduce, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_max_reduce(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_max_reduce, const float *: shmem_float_max_reduce, \
+    double *: shmem_double_max_reduce, const double *: shmem_double_max_reduce, \
+    long double *: shmem_longdouble_max_reduce, const long double *: shmem_longdouble_max_reduce, \
+    char *: shmem_char_max_reduce, const char *: shmem_char_max_reduce, \
+    signed char *: shmem_schar_max_reduce, const signed char *: shmem_schar_max_reduce, \
+    short *: shmem_short_max_reduce, const short *: shmem_short_max_reduce, \
+    int *: shmem_int_max_reduce, const int *: shmem_int_max_reduce, \
+    long *: shmem_long_max_reduce, const long *: shmem_long_max_reduce, \
+    long long *: shmem_longlong_max_reduce, const long long *: shmem_longlong_max_reduce, \
+    unsigned char *: shmem_uchar_max_reduce, const unsigned char *: shmem_uchar_max_reduce, \
+    unsigned short *: shmem_ushort_max_reduce, const unsigned short *: shmem_ushort_max_reduce, \
+    unsigned int *: shmem_uint_max_reduce, const unsigned int *: shmem_uint_max_reduce, \
+    unsigned long *: shmem_ulong_max_reduce, const unsigned long *: shmem_ulong_max_reduce, \
+    unsigned long long *: shmem_ulonglong_max_reduce, const unsigned long long *: shmem_ulonglong_max_reduce, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_min_reduce(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_min_reduce, const float *: shmem_float_min_reduce, \
+    double *: shmem_double_min_reduce, const double *: shmem_double_min_reduce, \
+    long double *: shmem_longdouble_min_reduce, const long double *: shmem_longdouble_min_reduce, \
+    char *: shmem_char_min_reduce, const char *: shmem_char_min_reduce, \
+    signed char *: shmem_schar_min_reduce, const signed char *: shmem_schar_min_reduce, \
+    short *: shmem_short_min_reduce, const short *: shmem_short_min_reduce, \
+    int *: shmem_int_min_reduce, const int *: shmem_int_min_reduce, \
+    long *: shmem_long_min_reduce, const long *: shmem_long_min_reduce, \
+    long long *: shmem_longlong_min_reduce, const long long *: shmem_longlong_min_reduce, \
+    unsigned char *: shmem_uchar_min_reduce, const unsigned char *: shmem_uchar_min_reduce, \
+    unsigned short *: shmem_ushort_min_reduce, const unsigned short *: shmem_ushort_min_reduce, \
+    unsigned int *: shmem_uint_min_reduce, const unsigned int *: shmem_uint_min_reduce, \
+    unsigned long *: shmem_ulong_min_reduce, const unsigned long *: shmem_ulong_min_reduce, \
+    unsigned long long *: shmem_ulonglong_min_reduce, const unsigned long long *: shmem_ulonglong_min_reduce, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_sum_reduce(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_sum_reduce, const float *: shmem_float_sum_reduce, \
+    double *: shmem_double_sum_reduce, const double *: shmem_double_sum_reduce, \
+    long double *: shmem_longdouble_sum_reduce, const long double *: shmem_longdouble_sum_reduce, \
+    char *: shmem_char_sum_reduce, const char *: shmem_char_sum_reduce, \
+    signed char *: shmem_schar_sum_reduce, const signed char *: shmem_schar_sum_reduce, \
+    short *: shmem_short_sum_reduce, const short *: shmem_short_sum_reduce, \
+    int *: shmem_int_sum_reduce, const int *: shmem_int_sum_reduce, \
+    long *: shmem_long_sum_reduce, const long *: shmem_long_sum_reduce, \
+    long long *: shmem_longlong_sum_reduce, const long long *: shmem_longlong_sum_reduce, \
+    unsigned char *: shmem_uchar_sum_reduce, const unsigned char *: shmem_uchar_sum_reduce, \
+    unsigned short *: shmem_ushort_sum_reduce, const unsigned short *: shmem_ushort_sum_reduce, \
+    unsigned int *: shmem_uint_sum_reduce, const unsigned int *: shmem_uint_sum_reduce, \
+    unsigned long *: shmem_ulong_sum_reduce, const unsigned long *: shmem_ulong_sum_reduce, \
+    unsigned long long *: shmem_ulonglong_sum_reduce, const unsigned long long *: shmem_ulonglong_sum_reduce, \
+    float _Complex *: shmem_complexf_sum_reduce, const float _Complex *: shmem_complexf_sum_reduce, \
+    double _Complex *: shmem_complexd_sum_reduce, const double _Complex *: shmem_complexd_sum_reduce, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_prod_reduce(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_prod_reduce, const float *: shmem_float_prod_reduce, \
+    double *: shmem_double_prod_reduce, const double *: shmem_double_prod_reduce, \
+    long double *: shmem_longdouble_prod_reduce, const long double *: shmem_longdouble_prod_reduce, \
+    char *: shmem_char_prod_reduce, const char *: shmem_char_prod_reduce, \
+    signed char *: shmem_schar_prod_reduce, const signed char *: shmem_schar_prod_reduce, \
+    short *: shmem_short_prod_reduce, const short *: shmem_short_prod_reduce, \
+    int *: shmem_int_prod_reduce, const int *: shmem_int_prod_reduce, \
+    long *: shmem_long_prod_reduce, const long *: shmem_long_prod_reduce, \
+    long long *: shmem_longlong_prod_reduce, const long long *: shmem_longlong_prod_reduce, \
+    unsigned char *: shmem_uchar_prod_reduce, const unsigned char *: shmem_uchar_prod_reduce, \
+    unsigned short *: shmem_ushort_prod_reduce, const unsigned short *: shmem_ushort_prod_reduce, \
+    unsigned int *: shmem_uint_prod_reduce, const unsigned int *: shmem_uint_prod_reduce, \
+    unsigned long *: shmem_ulong_prod_reduce, const unsigned long *: shmem_ulong_prod_reduce, \
+    unsigned long long *: shmem_ulonglong_prod_reduce, const unsigned long long *: shmem_ulonglong_prod_reduce, \
+    float _Complex *: shmem_complexf_prod_reduce, const float _Complex *: shmem_complexf_prod_reduce, \
+    double _Complex *: shmem_complexd_prod_reduce, const double _Complex *: shmem_complexd_prod_reduce, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_sum_inscan(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_sum_inscan, const float *: shmem_float_sum_inscan, \
+    double *: shmem_double_sum_inscan, const double *: shmem_double_sum_inscan, \
+    long double *: shmem_longdouble_sum_inscan, const long double *: shmem_longdouble_sum_inscan, \
+    char *: shmem_char_sum_inscan, const char *: shmem_char_sum_inscan, \
+    signed char *: shmem_schar_sum_inscan, const signed char *: shmem_schar_sum_inscan, \
+    short *: shmem_short_sum_inscan, const short *: shmem_short_sum_inscan, \
+    int *: shmem_int_sum_inscan, const int *: shmem_int_sum_inscan, \
+    long *: shmem_long_sum_inscan, const long *: shmem_long_sum_inscan, \
+    long long *: shmem_longlong_sum_inscan, const long long *: shmem_longlong_sum_inscan, \
+    unsigned char *: shmem_uchar_sum_inscan, const unsigned char *: shmem_uchar_sum_inscan, \
+    unsigned short *: shmem_ushort_sum_inscan, const unsigned short *: shmem_ushort_sum_inscan, \
+    unsigned int *: shmem_uint_sum_inscan, const unsigned int *: shmem_uint_sum_inscan, \
+    unsigned long *: shmem_ulong_sum_inscan, const unsigned long *: shmem_ulong_sum_inscan, \
+    unsigned long long *: shmem_ulonglong_sum_inscan, const unsigned long long *: shmem_ulonglong_sum_inscan, \
+    float _Complex *: shmem_complexf_sum_inscan, const float _Complex *: shmem_complexf_sum_inscan, \
+    double _Complex *: shmem_complexd_sum_inscan, const double _Complex *: shmem_complexd_sum_inscan, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#define shmem_sum_exscan(...) _Generic(SHMEM_C11_ARG1(__VA_ARGS__), \
+    float *: shmem_float_sum_exscan, const float *: shmem_float_sum_exscan, \
+    double *: shmem_double_sum_exscan, const double *: shmem_double_sum_exscan, \
+    long double *: shmem_longdouble_sum_exscan, const long double *: shmem_longdouble_sum_exscan, \
+    char *: shmem_char_sum_exscan, const char *: shmem_char_sum_exscan, \
+    signed char *: shmem_schar_sum_exscan, const signed char *: shmem_schar_sum_exscan, \
+    short *: shmem_short_sum_exscan, const short *: shmem_short_sum_exscan, \
+    int *: shmem_int_sum_exscan, const int *: shmem_int_sum_exscan, \
+    long *: shmem_long_sum_exscan, const long *: shmem_long_sum_exscan, \
+    long long *: shmem_longlong_sum_exscan, const long long *: shmem_longlong_sum_exscan, \
+    unsigned char *: shmem_uchar_sum_exscan, const unsigned char *: shmem_uchar_sum_exscan, \
+    unsigned short *: shmem_ushort_sum_exscan, const unsigned short *: shmem_ushort_sum_exscan, \
+    unsigned int *: shmem_uint_sum_exscan, const unsigned int *: shmem_uint_sum_exscan, \
+    unsigned long *: shmem_ulong_sum_exscan, const unsigned long *: shmem_ulong_sum_exscan, \
+    unsigned long long *: shmem_ulonglong_sum_exscan, const unsigned long long *: shmem_ulonglong_sum_exscan, \
+    float _Complex *: shmem_complexf_sum_exscan, const float _Complex *: shmem_complexf_sum_exscan, \
+    double _Complex *: shmem_complexd_sum_exscan, const double _Complex *: shmem_complexd_sum_exscan, \
+    default: SHMEM_C11_TYPE_ERROR)(__VA_ARGS__)
+
+#endif /* C11 */
+
 #endif /* SHMEM_RS_SHMEM_H */

@@ -748,6 +748,153 @@ fn deprecated_routines(out: &mut Vec<Routine>) {
     );
 }
 
+/// The C types a C11 type-generic routine dispatches on: every standard type of the typed
+/// families (the fixed-width and `size_t`/`ptrdiff_t` names are typedefs of these, so they
+/// dispatch too, and `_Generic` must not list one type twice).
+const GENERIC_TYPES: &[(&str, &str)] = &[
+    ("float", "float"),
+    ("double", "double"),
+    ("longdouble", "long double"),
+    ("char", "char"),
+    ("schar", "signed char"),
+    ("short", "short"),
+    ("int", "int"),
+    ("long", "long"),
+    ("longlong", "long long"),
+    ("uchar", "unsigned char"),
+    ("ushort", "unsigned short"),
+    ("uint", "unsigned int"),
+    ("ulong", "unsigned long"),
+    ("ulonglong", "unsigned long long"),
+    ("complexf", "float _Complex"),
+    ("complexd", "double _Complex"),
+];
+
+/// The C11 type-generic routines (`shmem_put`, `shmem_atomic_add`, `shmem_sum_reduce`, …): the
+/// generic name and the argument, in the form without a context, whose pointer type picks the
+/// typed routine. Routines with a context form take an optional leading `shmem_ctx_t`.
+const GENERICS: &[(&str, usize)] = &[
+    ("put", 0),
+    ("get", 0),
+    ("p", 0),
+    ("g", 0),
+    ("iput", 0),
+    ("iget", 0),
+    ("ibput", 0),
+    ("ibget", 0),
+    ("put_nbi", 0),
+    ("get_nbi", 0),
+    ("put_signal", 0),
+    ("put_signal_nbi", 0),
+    ("atomic_fetch", 0),
+    ("atomic_set", 0),
+    ("atomic_swap", 0),
+    ("atomic_compare_swap", 0),
+    ("atomic_fetch_inc", 0),
+    ("atomic_inc", 0),
+    ("atomic_fetch_add", 0),
+    ("atomic_add", 0),
+    ("atomic_fetch_and", 0),
+    ("atomic_and", 0),
+    ("atomic_fetch_or", 0),
+    ("atomic_or", 0),
+    ("atomic_fetch_xor", 0),
+    ("atomic_xor", 0),
+    ("atomic_fetch_nbi", 0),
+    ("atomic_swap_nbi", 0),
+    ("atomic_compare_swap_nbi", 0),
+    ("atomic_fetch_inc_nbi", 0),
+    ("atomic_fetch_add_nbi", 0),
+    ("atomic_fetch_and_nbi", 0),
+    ("atomic_fetch_or_nbi", 0),
+    ("atomic_fetch_xor_nbi", 0),
+    ("wait_until", 0),
+    ("wait_until_all", 0),
+    ("wait_until_any", 0),
+    ("wait_until_some", 0),
+    ("wait_until_all_vector", 0),
+    ("wait_until_any_vector", 0),
+    ("wait_until_some_vector", 0),
+    ("test", 0),
+    ("test_all", 0),
+    ("test_any", 0),
+    ("test_some", 0),
+    ("test_all_vector", 0),
+    ("test_any_vector", 0),
+    ("test_some_vector", 0),
+    ("broadcast", 1),
+    ("collect", 1),
+    ("fcollect", 1),
+    ("alltoall", 1),
+    ("alltoalls", 1),
+    ("and_reduce", 1),
+    ("or_reduce", 1),
+    ("xor_reduce", 1),
+    ("max_reduce", 1),
+    ("min_reduce", 1),
+    ("sum_reduce", 1),
+    ("prod_reduce", 1),
+    ("sum_inscan", 1),
+    ("sum_exscan", 1),
+];
+
+/// The `_Generic` selection of `shmem_{prefix}T_{name}` on argument `arg`, over the types for
+/// which the library has that routine.
+fn generic_selection(
+    defined: &std::collections::HashSet<&str>,
+    prefix: &str,
+    name: &str,
+    arg: usize,
+) -> String {
+    let mut s = format!("_Generic(SHMEM_C11_ARG{arg}(__VA_ARGS__)");
+    for (typename, c) in GENERIC_TYPES {
+        let f = format!("shmem_{prefix}{typename}_{name}");
+        if defined.contains(f.as_str()) {
+            let _ = write!(s, ", \\\n    {c} *: {f}, const {c} *: {f}");
+        }
+    }
+    s.push_str(", \\\n    default: SHMEM_C11_TYPE_ERROR)");
+    s
+}
+
+/// The C11 type-generic macros, for the routines the header declares.
+fn generic_macros(routines: &[Routine]) -> String {
+    let defined: std::collections::HashSet<&str> = routines
+        .iter()
+        .map(|r| r.proto.as_str())
+        .chain(SETUP_PROTOS.iter().copied())
+        .filter_map(|p| p.split_once('(')?.0.rsplit([' ', '*']).next())
+        .collect();
+    let mut h = String::from(
+        "#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)\n\
+/* C11 type-generic routines: the typed routine is picked by the type of the first pointer\n\
+ * argument (the second for a team collective), after an optional shmem_ctx_t. An argument of\n\
+ * no typed family selects SHMEM_C11_TYPE_ERROR, which does not compile. */\n\
+struct shmem_c11_argument_type_has_no_typed_routine;\n\
+#define SHMEM_C11_TYPE_ERROR ((struct shmem_c11_argument_type_has_no_typed_routine *)0)\n\
+#define SHMEM_C11_ARG0_(a, ...) a\n#define SHMEM_C11_ARG0(...) SHMEM_C11_ARG0_(__VA_ARGS__, 0)\n\
+#define SHMEM_C11_ARG1_(a, b, ...) b\n#define SHMEM_C11_ARG1(...) SHMEM_C11_ARG1_(__VA_ARGS__, 0, 0)\n\
+#define SHMEM_C11_ARG2_(a, b, c, ...) c\n#define SHMEM_C11_ARG2(...) SHMEM_C11_ARG2_(__VA_ARGS__, 0, 0, 0)\n\n",
+    );
+    for (name, arg) in GENERICS {
+        let plain = generic_selection(&defined, "", name, *arg);
+        let any_ctx = GENERIC_TYPES
+            .iter()
+            .any(|(t, _)| defined.contains(format!("shmem_ctx_{t}_{name}").as_str()));
+        if any_ctx {
+            let ctx = generic_selection(&defined, "ctx_", name, arg + 1);
+            let _ = writeln!(
+                h,
+                "#define shmem_{name}(...) _Generic(SHMEM_C11_ARG0(__VA_ARGS__), \\\n  shmem_ctx_t: {ctx}, \\\n  default: {plain})(__VA_ARGS__)\n"
+            );
+        } else {
+            let _ = writeln!(h, "#define shmem_{name}(...) {plain}(__VA_ARGS__)\n");
+        }
+    }
+    h.push_str("#endif /* C11 */\n\n");
+    h
+}
+
 fn header(routines: &[Routine]) -> String {
     let mut h = String::new();
     h.push_str(
@@ -765,7 +912,9 @@ typedef struct shmem_ctx_opaque *shmem_ctx_t;\ntypedef struct shmem_team_opaque 
     for r in routines {
         let _ = writeln!(h, "{}", r.proto);
     }
-    h.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* SHMEM_RS_SHMEM_H */\n");
+    h.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n");
+    h.push_str(&generic_macros(routines));
+    h.push_str("#endif /* SHMEM_RS_SHMEM_H */\n");
     h
 }
 

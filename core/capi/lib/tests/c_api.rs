@@ -256,6 +256,11 @@ fn c_team_and_collective_program_passes() {
 }
 
 #[test]
+fn c11_type_generic_program_passes() {
+    c_program_passes("generic", "c11", &[1, 2, 4]);
+}
+
+#[test]
 fn c_openshmem_1_6_program_passes() {
     c_program_passes("v16", "c11", &[1, 2, 4]);
 }
