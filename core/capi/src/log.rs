@@ -3,7 +3,8 @@
 //! even when no subscriber is installed.
 //!
 //! [`init`] installs a subscriber for programs that have none (C programs), at the level of
-//! `SHMEM_LOG_LEVEL` (`DEBUG`, `INFO`, `WARN`, `ERROR`, `FATAL`, as in CANN; default `WARN`). A
+//! `SHMEM_LOG_LEVEL` (`DEBUG`, `INFO`, `WARN`, `ERROR`, `FATAL`, as in CANN; default `WARN`, or
+//! `DEBUG` when OpenSHMEM's `SHMEM_DEBUG` is set to anything but `0`). A
 //! program that installed its own `tracing` subscriber keeps it.
 
 use std::fmt;
@@ -16,7 +17,12 @@ static INIT: Once = Once::new();
 /// Installs the C ABI's subscriber unless the program already has one.
 pub fn init() {
     INIT.call_once(|| {
+        // OpenSHMEM's SHMEM_DEBUG (any value but 0) asks for debugging messages, unless
+        // SHMEM_LOG_LEVEL says otherwise.
+        let debug = std::env::var("SHMEM_DEBUG").is_ok_and(|v| v.trim() != "0");
         let level = match std::env::var("SHMEM_LOG_LEVEL")
+            .ok()
+            .or_else(|| debug.then(|| "DEBUG".to_string()))
             .unwrap_or_default()
             .trim()
             .to_ascii_uppercase()

@@ -25,6 +25,7 @@ pub mod longdouble;
 pub mod p2p;
 pub mod rma;
 pub mod setup;
+mod startup_info;
 pub mod team;
 mod world;
 

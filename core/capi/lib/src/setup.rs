@@ -16,9 +16,11 @@ fn init_world(requested: ThreadLevel) -> shmem_core::Result<ThreadLevel> {
         attrs.profile = Some(ApiProfile::OpenShmem);
     }
     let (inst, provided) = Instance::init_thread(&attrs, requested)?;
+    let pe = inst.my_pe();
     if !set_world(inst) {
         return Err(Error::AlreadyInitialized { instance_id: 0 });
     }
+    crate::startup_info::print(pe);
     Ok(provided)
 }
 

@@ -407,3 +407,47 @@ fn an_installed_prefix_serves_oshcc_pkg_config_cmake_and_static_linking() {
     runs(&build.join("rma"));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn shmem_version_and_shmem_info_print_once_at_start_up() {
+    let dir = temp_dir("startup-info");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/v16.c",
+        &["-std=c11"],
+        &dir,
+    );
+    let with = |var: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+            .args(["-n", "2", "--timeout", "120", "--"])
+            .arg(&exe)
+            .env("SHMEM_TIMEOUT", "60")
+            .env(var, "1")
+            .output()
+            .expect("oshrun runs");
+        assert!(out.status.success(), "{var}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let version = with("SHMEM_VERSION");
+    assert_eq!(
+        version.matches(shmem_vendor()).count(),
+        1,
+        "one version line:\n{version}"
+    );
+    assert!(!version.contains("SHMEM_SYMMETRIC_SIZE"), "{version}");
+    let info = with("SHMEM_INFO");
+    assert_eq!(info.matches(shmem_vendor()).count(), 1, "{info}");
+    for var in [
+        "SHMEM_SYMMETRIC_SIZE",
+        "SHMEM_DEBUG",
+        "SHMEM_VERSION",
+        "SHMEM_INFO",
+    ] {
+        assert_eq!(
+            info.matches(&format!("  {var} ")).count(),
+            1,
+            "{var}:\n{info}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
