@@ -26,8 +26,12 @@ use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::settings;
 
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// Reads one environment variable; unset and empty are the same.
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment, as an [`Env`].
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 fn parse<T: std::str::FromStr>(name: &str, v: &str) -> Result<T> {
@@ -44,7 +48,8 @@ const FOREIGN: [(&str, &str, &str); 3] = [
 ];
 
 /// The key that names this job's rendezvous.
-fn job_key() -> String {
+fn job_key(env: Env<'_>) -> String {
+    let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     if let Some(k) = var("SHMEM_JOB_KEY") {
         return format!("user:{k}");
     }
@@ -68,8 +73,14 @@ impl Attributes {
     /// `mpirun`, a PMI launcher or Slurm's `srun` (see the module documentation for the
     /// variables read). `local_mem_size` comes from `SHMEM_SYMMETRIC_SIZE`.
     pub fn from_env() -> Result<Attributes> {
+        Self::from_launcher_env(&process_env)
+    }
+
+    /// [`Attributes::from_env`] on the environment `env`.
+    fn from_launcher_env(env: Env<'_>) -> Result<Attributes> {
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
         if let Some(pe) = var(launcher_env::PE) {
-            return Self::from_shmemrun(&pe);
+            return Self::from_shmemrun(env, &pe);
         }
         for (launcher, rank_var, size_var) in FOREIGN {
             let (Some(rank), Some(size)) = (var(rank_var), var(size_var)) else {
@@ -79,7 +90,7 @@ impl Attributes {
                 parse(rank_var, &rank)?,
                 parse(size_var, &size)?,
                 "",
-                settings::symmetric_size()?,
+                settings::symmetric_size(var("SHMEM_SYMMETRIC_SIZE"))?,
             );
             match var("SHMEM_BOOTSTRAP_URL") {
                 Some(url) => {
@@ -92,7 +103,7 @@ impl Attributes {
                         })?);
                     }
                 }
-                None => attrs.mode = InitMode::JobLocal(job_key()),
+                None => attrs.mode = InitMode::JobLocal(job_key(env)),
             }
             tracing::debug!(
                 "started by {launcher}: PE {} of {} ({:?})",
@@ -108,7 +119,8 @@ impl Attributes {
         )))
     }
 
-    fn from_shmemrun(pe: &str) -> Result<Attributes> {
+    fn from_shmemrun(env: Env<'_>, pe: &str) -> Result<Attributes> {
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
         let missing = |name: &str| {
             Error::InvalidParam(format!(
                 "{name} is not set although {} is",
@@ -121,7 +133,7 @@ impl Attributes {
             parse(launcher_env::PE, pe)?,
             parse(launcher_env::NPES, &n)?,
             &url,
-            settings::symmetric_size()?,
+            settings::symmetric_size(var("SHMEM_SYMMETRIC_SIZE"))?,
         );
         if let Some(s) = var(launcher_env::SECRET) {
             attrs.secret = Some(Secret::from_hex(&s).ok_or_else(|| {
@@ -149,5 +161,117 @@ impl Instance {
     /// Initialises instance 0 from the launcher's environment ([`Attributes::from_env`]).
     pub fn from_env() -> Result<Instance> {
         Instance::init(&Attributes::from_env()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Detects the attributes from exactly the variables `vars`.
+    fn detect(vars: &[(&str, &str)]) -> Result<Attributes> {
+        let env = |name: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        };
+        Attributes::from_launcher_env(&env)
+    }
+
+    #[test]
+    fn slurm_srun_gives_rank_size_and_a_job_local_rendezvous_per_step() {
+        let a = detect(&[
+            ("SLURM_PROCID", "3"),
+            ("SLURM_NTASKS", "8"),
+            ("SLURM_JOB_ID", "4242"),
+            ("SLURM_STEP_ID", "1"),
+            ("SHMEM_SYMMETRIC_SIZE", "3M"),
+        ])
+        .unwrap();
+        assert_eq!((a.my_pe, a.n_pes), (3, 8));
+        assert_eq!(a.mode, InitMode::JobLocal("slurm:4242.1".into()));
+        assert_eq!(a.local_mem_size, 4 << 20, "rounded up to 2 MiB");
+        // Another step of the same allocation meets elsewhere.
+        let b = detect(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "8"),
+            ("SLURM_JOB_ID", "4242"),
+            ("SLURM_STEP_ID", "2"),
+        ])
+        .unwrap();
+        assert_eq!(b.mode, InitMode::JobLocal("slurm:4242.2".into()));
+        assert_eq!(b.local_mem_size, settings::DEFAULT_SYMMETRIC_SIZE);
+    }
+
+    #[test]
+    fn slurm_across_hosts_uses_the_bootstrap_url_and_secret() {
+        let a = detect(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_JOB_ID", "7"),
+            ("SHMEM_BOOTSTRAP_URL", "tcp://10.0.0.1:4567"),
+            ("SHMEM_JOB_SECRET", "00112233445566778899aabbccddeeff"),
+        ])
+        .unwrap();
+        assert_eq!(a.ip_port, "tcp://10.0.0.1:4567");
+        assert_eq!(a.mode, InitMode::Default);
+        assert!(a.secret.is_some());
+        let bad = detect(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SHMEM_BOOTSTRAP_URL", "tcp://10.0.0.1:4567"),
+            ("SHMEM_JOB_SECRET", "not hex"),
+        ]);
+        assert!(bad.unwrap_err().to_string().contains("SHMEM_JOB_SECRET"));
+    }
+
+    #[test]
+    fn launchers_take_precedence_in_order_and_job_keys_follow_the_launcher() {
+        // mpirun under a Slurm allocation: Open MPI's rank wins, and its job id keys the
+        // rendezvous (PMIx's namespace first).
+        let a = detect(&[
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+            ("PMIX_NAMESPACE", "prterun-host-123@1"),
+            ("OMPI_MCA_ess_base_jobid", "99"),
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "1"),
+            ("SLURM_JOB_ID", "5"),
+        ])
+        .unwrap();
+        assert_eq!((a.my_pe, a.n_pes), (1, 2));
+        assert_eq!(a.mode, InitMode::JobLocal("pmix:prterun-host-123@1".into()));
+        let pmi = detect(&[("PMI_RANK", "0"), ("PMI_SIZE", "4"), ("SHMEM_JOB_KEY", "k")]).unwrap();
+        assert_eq!((pmi.my_pe, pmi.n_pes), (0, 4));
+        assert_eq!(pmi.mode, InitMode::JobLocal("user:k".into()));
+        // shmemrun's own variables come before every foreign launcher.
+        let own = detect(&[
+            (launcher_env::PE, "0"),
+            (launcher_env::NPES, "3"),
+            (launcher_env::BOOTSTRAP, "tcp://127.0.0.1:5000"),
+            ("SLURM_PROCID", "2"),
+            ("SLURM_NTASKS", "9"),
+        ])
+        .unwrap();
+        assert_eq!((own.my_pe, own.n_pes), (0, 3));
+        assert_eq!(own.ip_port, "tcp://127.0.0.1:5000");
+    }
+
+    #[test]
+    fn malformed_or_missing_launcher_variables_are_named() {
+        let e = detect(&[("SLURM_PROCID", "x"), ("SLURM_NTASKS", "2")]).unwrap_err();
+        assert!(e.to_string().contains("SLURM_PROCID=\"x\""), "{e}");
+        let e = detect(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "2"),
+            ("SHMEM_SYMMETRIC_SIZE", "lots"),
+        ])
+        .unwrap_err();
+        assert!(e.to_string().contains("SHMEM_SYMMETRIC_SIZE"), "{e}");
+        // A rank without a size is no launcher; nothing at all says how to start.
+        let e = detect(&[("SLURM_PROCID", "0")]).unwrap_err();
+        assert!(e.to_string().contains("no launcher environment"), "{e}");
+        let e = detect(&[(launcher_env::PE, "0")]).unwrap_err();
+        assert!(e.to_string().contains(launcher_env::NPES), "{e}");
     }
 }

@@ -71,11 +71,11 @@ pub(crate) fn parse_size(s: &str) -> Option<u64> {
     num.trim().parse::<u64>().ok()?.checked_mul(1u64 << shift)
 }
 
-/// `SHMEM_SYMMETRIC_SIZE`, rounded up to a multiple of 2 MiB.
-pub(crate) fn symmetric_size() -> Result<u64> {
-    let raw = match std::env::var("SHMEM_SYMMETRIC_SIZE") {
-        Err(_) => return Ok(DEFAULT_SYMMETRIC_SIZE),
-        Ok(v) => parse_size(&v).filter(|&n| n > 0).ok_or_else(|| {
+/// `SHMEM_SYMMETRIC_SIZE` (its value, if set), rounded up to a multiple of 2 MiB.
+pub(crate) fn symmetric_size(value: Option<String>) -> Result<u64> {
+    let raw = match value {
+        None => return Ok(DEFAULT_SYMMETRIC_SIZE),
+        Some(v) => parse_size(&v).filter(|&n| n > 0).ok_or_else(|| {
             Error::InvalidValue(format!(
                 "SHMEM_SYMMETRIC_SIZE={v:?} is not a size (for example 64M or 1G)"
             ))

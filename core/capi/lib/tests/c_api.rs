@@ -451,3 +451,32 @@ fn shmem_version_and_shmem_info_print_once_at_start_up() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn c_programs_also_run_under_open_mpi_mpirun() {
+    let mpirun = ["/usr/bin/mpirun", "/usr/local/bin/mpirun"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.is_file())
+        .expect("Open MPI's mpirun (Debian openmpi-bin; .ci/run installs it)");
+    let dir = temp_dir("mpirun");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/v16.c",
+        &["-std=c11"],
+        &dir,
+    );
+    // coreutils' timeout is the watchdog: mpirun stops its ranks when it is terminated.
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-k", "10", "120"])
+        .arg(mpirun)
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .arg(&exe)
+        .env("SHMEM_TIMEOUT", "60");
+    for v in shmem_sim::launcher::env::ALL {
+        cmd.env_remove(v);
+    }
+    let out = succeeds(&mut cmd);
+    assert_eq!(out.matches(" ok").count(), 2, "{out}");
+    let _ = std::fs::remove_dir_all(dir);
+}
