@@ -480,3 +480,37 @@ fn c_programs_also_run_under_open_mpi_mpirun() {
     assert_eq!(out.matches(" ok").count(), 2, "{out}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn shmem_global_exit_ends_the_whole_job_with_its_status() {
+    let dir = temp_dir("global-exit");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/global_exit.c",
+        &["-std=c11"],
+        &dir,
+    );
+    for n in [1u32, 2, 4] {
+        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+            .args(["-n", &n.to_string(), "--timeout", "120", "--"])
+            .arg(&exe)
+            .env("SHMEM_TIMEOUT", "60")
+            .output()
+            .expect("oshrun runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(7), "on {n} PEs:\n{text}");
+        assert!(
+            text.contains(&format!("PE {} exits the job with 7", n - 1)),
+            "{text}"
+        );
+        assert!(
+            !text.contains("returned from") && !text.contains("passed a wait"),
+            "{text}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
