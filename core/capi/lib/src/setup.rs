@@ -5,23 +5,21 @@ use std::ffi::{c_char, c_int, c_void};
 use shmem_core::{ApiProfile, Attributes, Error, Instance, ThreadLevel};
 
 use crate::boundary::{call, fatal};
-use crate::world::{offset, pe, set_world, world};
+use crate::world::{close, offset, open, pe, world};
 
 /// The default instance from the launcher's environment, under the OpenSHMEM profile unless
 /// `SHMEM_PROFILE` names another.
 fn init_world(requested: ThreadLevel) -> shmem_core::Result<ThreadLevel> {
-    shmem_capi::log::init();
-    let mut attrs = Attributes::from_env()?;
-    if std::env::var_os("SHMEM_PROFILE").is_none() {
-        attrs.profile = Some(ApiProfile::OpenShmem);
-    }
-    let (inst, provided) = Instance::init_thread(&attrs, requested)?;
-    let pe = inst.my_pe();
-    if !set_world(inst) {
-        return Err(Error::AlreadyInitialized { instance_id: 0 });
-    }
-    crate::startup_info::print(pe);
-    Ok(provided)
+    open(|| {
+        shmem_capi::log::init();
+        let mut attrs = Attributes::from_env()?;
+        if std::env::var_os("SHMEM_PROFILE").is_none() {
+            attrs.profile = Some(ApiProfile::OpenShmem);
+        }
+        let (inst, provided) = Instance::init_thread(&attrs, requested)?;
+        crate::startup_info::print(inst.my_pe());
+        Ok((inst, provided))
+    })
 }
 
 /// `shmem_init`: a failure to start is unrecoverable.
@@ -85,7 +83,7 @@ pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
 /// `shmem_finalize`.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_finalize() {
-    call("shmem_finalize", (), || world()?.finalize());
+    call("shmem_finalize", (), close);
 }
 
 /// `shmem_global_exit`: ends every PE of the job with `status`.

@@ -1,21 +1,61 @@
 //! The default instance of a C program, and symmetric addresses as the Rust core sees them.
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
-use shmem_core::{Error, Instance, Result};
+use shmem_core::{Error, Instance, Result, ThreadLevel};
 
-static WORLD: OnceLock<Instance> = OnceLock::new();
+/// The default instance: null before the first `shmem_init`. An instance published here is
+/// never freed (routines hold `&'static` references to it); a re-initialization after the
+/// last `shmem_finalize` publishes a new one, and the finalized one refuses further use.
+static WORLD: AtomicPtr<Instance> = AtomicPtr::new(std::ptr::null_mut());
+
+/// How many `shmem_init`/`shmem_init_thread` calls are not yet matched by a `shmem_finalize`
+/// (OpenSHMEM 1.6 lets them nest). Held while the default instance is created or finalized,
+/// so that concurrent calls see one or the other, never half of either.
+static OPEN_INITS: Mutex<u32> = Mutex::new(0);
 
 /// The default instance, once `shmem_init` has created it.
 #[inline]
 pub(crate) fn world() -> Result<&'static Instance> {
-    WORLD.get().ok_or(Error::NotInitialized { instance_id: 0 })
+    let p = WORLD.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer here came from `Box::leak` in `open` and is never freed;
+    // the acquire load pairs with the release store that published the initialised instance.
+    unsafe { p.as_ref() }.ok_or(Error::NotInitialized { instance_id: 0 })
 }
 
-/// Keeps `inst` as the default instance; false if there already is one.
-pub(crate) fn set_world(inst: Instance) -> bool {
-    WORLD.set(inst).is_ok()
+/// One `shmem_init`: the first (or the first after the last `shmem_finalize`) creates the
+/// default instance with `create`; a nested one returns the thread level it was created with.
+pub(crate) fn open(
+    create: impl FnOnce() -> Result<(Instance, ThreadLevel)>,
+) -> Result<ThreadLevel> {
+    let mut open = OPEN_INITS.lock().unwrap_or_else(|e| e.into_inner());
+    if *open > 0 {
+        *open += 1;
+        return Ok(world()?.query_thread());
+    }
+    let (inst, level) = create()?;
+    WORLD.store(Box::into_raw(Box::new(inst)), Ordering::Release);
+    *open = 1;
+    Ok(level)
+}
+
+/// One `shmem_finalize`: the one that matches the first `shmem_init` finalizes the default
+/// instance; a finalize with no open init is refused.
+pub(crate) fn close() -> Result<()> {
+    let mut open = OPEN_INITS.lock().unwrap_or_else(|e| e.into_inner());
+    match *open {
+        0 => Err(Error::NotInitialized { instance_id: 0 }),
+        1 => {
+            *open = 0;
+            world()?.finalize()
+        }
+        _ => {
+            *open -= 1;
+            Ok(())
+        }
+    }
 }
 
 /// The heap offset of the `len` bytes at symmetric address `addr`.

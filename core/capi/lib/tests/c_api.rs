@@ -261,6 +261,11 @@ fn c11_type_generic_program_passes() {
 }
 
 #[test]
+fn c_repeated_initialization_program_passes() {
+    c_program_passes("reinit", "c11", &[1, 2, 4]);
+}
+
+#[test]
 fn c_openshmem_1_6_program_passes() {
     c_program_passes("v16", "c11", &[1, 2, 4]);
 }
@@ -462,7 +467,7 @@ fn c_programs_also_run_under_open_mpi_mpirun() {
     let dir = temp_dir("mpirun");
     let exe = build(
         env!("CARGO_BIN_EXE_oshcc"),
-        "conformance/c/v16.c",
+        "conformance/c/reinit.c",
         &["-std=c11"],
         &dir,
     );
