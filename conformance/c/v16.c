@@ -71,6 +71,16 @@ int main(void) {
     shmem_free(x);
     shmem_free(sig);
     shmem_free(d);
+    /* 1.6: a zero stride is valid for a team of one PE (the starting PE). */
+    shmem_team_t single = SHMEM_TEAM_INVALID;
+    CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, n - 1, 0, 1, NULL, 0, &single) == 0, "split with stride 0, size 1");
+    if (me == n - 1) {
+        CHECK(single != SHMEM_TEAM_INVALID && shmem_team_my_pe(single) == 0 && shmem_team_n_pes(single) == 1,
+              "the one-PE team");
+        shmem_team_destroy(single);
+    } else {
+        CHECK(single == SHMEM_TEAM_INVALID, "PE %d is not in the one-PE team", me);
+    }
     if (failures == 0) printf("v16: PE %d of %d ok\n", me, n);
     shmem_finalize();
     shmem_query_initialized(&initialized);
