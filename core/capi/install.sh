@@ -58,7 +58,7 @@ Description: OpenSHMEM 1.5 and 1.6 over the shmem simulator
 Version: $version
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lshmem
-Libs.private: -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+Libs.private: -ldl -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 EOF
 
 cat > "$prefix/lib/cmake/shmem/shmemConfig.cmake" <<'EOF'

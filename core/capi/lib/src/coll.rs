@@ -10,15 +10,7 @@ use shmem_core::{Error, Instance, ReduceOp, Reducible, Result, SymSlice};
 
 use crate::boundary::call;
 use crate::team::{shmem_team_t, team};
-use crate::world::offset;
-
-/// `n` elements of `T` at symmetric address `p`.
-fn view<T: Pod>(w: &'static Instance, p: *const T, n: usize) -> Result<SymSlice<'static, T>> {
-    let bytes = n
-        .checked_mul(size_of::<T>())
-        .ok_or_else(|| Error::InvalidParam(format!("{n} elements overflow")))?;
-    w.view::<T>(offset(w, p.cast(), bytes)?, n)
-}
+use crate::world::{offset, view};
 
 /// Every element of `T` from symmetric address `p` to the end of the heap (a `collect`
 /// destination, whose length the call does not give).

@@ -9,18 +9,14 @@ use shmem_core::{Cmp, Error, Result, Scalar, SignalOp, SymSlice};
 
 use crate::boundary::call;
 use crate::ctx::{ctx_ref, shmem_ctx_t};
-use crate::world::{offset, pe, world};
+use crate::world::{pe, view as view_at, world};
 
 /// The `nelems` words of `T` at symmetric address `ivars`, on the default context.
 pub(crate) fn view<T: Scalar + Pod>(
     ivars: *const T,
     nelems: usize,
 ) -> Result<SymSlice<'static, T>> {
-    let w = world()?;
-    let len = nelems
-        .checked_mul(size_of::<T>())
-        .ok_or_else(|| Error::InvalidParam(format!("{nelems} words overflow")))?;
-    w.view::<T>(offset(w, ivars.cast(), len)?, nelems)
+    view_at(world()?, ivars, nelems)
 }
 
 /// `SHMEM_CMP_*`.
@@ -86,9 +82,7 @@ fn signal_word(
 ) -> Result<shmem_core::SymElem<'static, u64>> {
     let c = ctx_ref(ctx)?;
     let w = c.instance();
-    Ok(w.view::<u64>(offset(w, sig_addr.cast(), 8)?, 1)?
-        .in_ctx(c)
-        .elem(0))
+    Ok(view_at(w, sig_addr, 1)?.in_ctx(c).elem(0))
 }
 
 fn signal_op(op: c_int) -> Result<SignalOp> {
@@ -125,9 +119,8 @@ pub(crate) unsafe fn put_signal(
             Error::InvalidParam(format!("{nelems} elements of {size} bytes overflow"))
         })?;
         let c = ctx_ref(ctx)?;
-        let w = c.instance();
         let sig = signal_word(ctx, sig_addr)?;
-        let view = w.view::<u8>(offset(w, dest.cast(), len)?, len)?.in_ctx(c);
+        let view = view_at(c.instance(), dest.cast::<u8>().cast_const(), len)?.in_ctx(c);
         let src: &[u8] = if len == 0 {
             &[]
         } else {

@@ -9,7 +9,7 @@ use shmem_core::{Error, Result};
 
 use crate::boundary::call;
 use crate::ctx::{ctx_ref, shmem_ctx_t};
-use crate::world::{offset, pe};
+use crate::world::{offset, pe, view};
 
 /// The bytes of `nelems` elements of `size` bytes.
 #[inline]
@@ -214,7 +214,8 @@ pub(crate) unsafe fn iget(
 
 /// An interleaved block transfer (OpenSHMEM 1.6 `ibput`/`ibget`): block `b` of `bsize`
 /// elements of `size` bytes starts at element `b * sst` of the source and lands at element
-/// `b * dst` of the destination; `remote_dest` says which side is symmetric.
+/// `b * dst` of the destination; `remote_dest` says which side is symmetric. The Rust API's
+/// `SymSlice::ibput`/`ibget` check every block before any moves.
 ///
 /// # Safety
 ///
@@ -237,48 +238,33 @@ pub(crate) unsafe fn iblock(
         if bsize == 0 || nblocks == 0 {
             return Ok(());
         }
-        let (dst, sst) = match (usize::try_from(dst), usize::try_from(sst)) {
-            (Ok(d), Ok(s)) if d > 0 && s > 0 => (d, s),
-            _ => {
-                return Err(Error::InvalidParam(format!(
-                    "block strides {dst} and {sst} must be positive"
-                )));
-            }
-        };
-        let block = bytes(bsize, size)?;
-        let at = |stride: usize, b: usize| {
-            b.checked_mul(stride)
-                .and_then(|e| e.checked_mul(size))
+        // The elements a side spans: up to the end of its last block.
+        let span = |stride: isize| {
+            usize::try_from(stride)
+                .ok()
+                .and_then(|s| (nblocks - 1).checked_mul(s)?.checked_add(bsize))
                 .ok_or_else(|| {
-                    Error::InvalidParam(format!("block {b} at a stride of {stride} overflows"))
+                    Error::InvalidParam(format!(
+                        "{nblocks} blocks of {bsize} at a stride of {stride} overflow or run backwards"
+                    ))
                 })
         };
+        let (dlen, slen) = (span(dst)?, span(sst)?);
         let c = ctx_ref(ctx)?;
         let w = c.instance();
         let pe = pe(pe_)?;
-        // Every block is checked before any moves, so a bad call moves nothing.
-        let remote = if remote_dest {
-            dest.cast_const()
-        } else {
-            source
-        };
-        let (rstride, lstride) = if remote_dest { (dst, sst) } else { (sst, dst) };
-        let first = offset(w, remote, block)?;
-        offset(w, remote, at(rstride, nblocks - 1)? + block)?;
-        at(lstride, nblocks - 1)?;
-        for b in 0..nblocks {
-            let (r, l) = (first + at(rstride, b)?, at(lstride, b)?);
+        by_size!(size, |T| {
             if remote_dest {
-                // SAFETY: readable per the contract.
-                let src = unsafe { std::slice::from_raw_parts(source.cast::<u8>().add(l), block) };
-                raw::putmem(c, r, src, pe)?;
+                let remote = view(w, dest.cast::<T>().cast_const(), dlen)?.in_ctx(c);
+                // SAFETY: readable for every block per the C contract.
+                let src = unsafe { std::slice::from_raw_parts(source.cast::<T>(), slen) };
+                remote.ibput(dst, src, sst, bsize, nblocks, pe)
             } else {
-                // SAFETY: writable per the contract.
-                let out =
-                    unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>().add(l), block) };
-                raw::getmem(c, r, out, pe)?;
+                let remote = view(w, source.cast::<T>(), slen)?.in_ctx(c);
+                // SAFETY: writable for every block per the C contract.
+                let out = unsafe { std::slice::from_raw_parts_mut(dest.cast::<T>(), dlen) };
+                remote.ibget(sst, out, dst, bsize, nblocks, pe)
             }
-        }
-        Ok(())
+        })
     });
 }

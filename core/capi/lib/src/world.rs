@@ -65,6 +65,19 @@ pub(crate) fn offset(inst: &Instance, addr: *const c_void, len: usize) -> Result
         .ok_or_else(|| outside(addr, len))
 }
 
+/// The `n` elements of `T` at symmetric address `p` of `inst`, as a view (on the default
+/// context; `SymSlice::in_ctx` moves it to another).
+pub(crate) fn view<T: bytemuck::Pod>(
+    inst: &Instance,
+    p: *const T,
+    n: usize,
+) -> Result<shmem_core::SymSlice<'_, T>> {
+    let bytes = n
+        .checked_mul(size_of::<T>())
+        .ok_or_else(|| Error::InvalidParam(format!("{n} elements overflow")))?;
+    inst.view::<T>(offset(inst, p.cast(), bytes)?, n)
+}
+
 #[cold]
 fn outside(addr: *const c_void, len: usize) -> Error {
     Error::InvalidParam(format!(

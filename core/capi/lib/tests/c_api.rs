@@ -167,19 +167,30 @@ fn build(tool: &str, source: &str, flags: &[&str], dir: &Path) -> PathBuf {
     exe
 }
 
-/// Runs `exe` on `n` PEs with `oshrun` (bounded by a timeout) and returns its output.
-fn run(exe: &Path, n: u32) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+/// Runs `exe` on `n` PEs with `oshrun` (bounded by a timeout), with `vars` set.
+fn oshrun(exe: &Path, n: u32, vars: &[(&str, &str)]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_oshrun"))
         .args(["-n", &n.to_string(), "--timeout", "120", "--"])
         .arg(exe)
         .env("SHMEM_TIMEOUT", "60")
+        .envs(vars.iter().copied())
         .output()
-        .expect("oshrun runs");
-    let text = format!(
+        .expect("oshrun runs")
+}
+
+/// Standard output and standard error, one after the other.
+fn text(out: &std::process::Output) -> String {
+    format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
-    );
+    )
+}
+
+/// Runs `exe` on `n` PEs with `oshrun`, requires success and returns its output.
+fn run(exe: &Path, n: u32) -> String {
+    let out = oshrun(exe, n, &[]);
+    let text = text(&out);
     assert!(
         out.status.success(),
         "{} on {n} PEs failed:\n{text}",
@@ -423,13 +434,7 @@ fn shmem_version_and_shmem_info_print_once_at_start_up() {
         &dir,
     );
     let with = |var: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
-            .args(["-n", "2", "--timeout", "120", "--"])
-            .arg(&exe)
-            .env("SHMEM_TIMEOUT", "60")
-            .env(var, "1")
-            .output()
-            .expect("oshrun runs");
+        let out = oshrun(&exe, 2, &[(var, "1")]);
         assert!(out.status.success(), "{var}: {out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
@@ -496,17 +501,8 @@ fn shmem_global_exit_ends_the_whole_job_with_its_status() {
         &dir,
     );
     for n in [1u32, 2, 4] {
-        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
-            .args(["-n", &n.to_string(), "--timeout", "120", "--"])
-            .arg(&exe)
-            .env("SHMEM_TIMEOUT", "60")
-            .output()
-            .expect("oshrun runs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = oshrun(&exe, n, &[]);
+        let text = text(&out);
         assert_eq!(out.status.code(), Some(7), "on {n} PEs:\n{text}");
         assert!(
             text.contains(&format!("PE {} exits the job with 7", n - 1)),
