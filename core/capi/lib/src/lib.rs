@@ -16,6 +16,7 @@
 //! byte form, blocking and non-blocking, strided); the other families follow.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod active_set;
 pub mod amo;
 mod boundary;
 pub mod coll;
@@ -28,6 +29,13 @@ pub mod setup;
 mod startup_info;
 pub mod team;
 mod world;
+
+/// The type table the generated routines come from (also `build.rs`'s), for the constants the
+/// hand-written routines share with the header.
+#[allow(dead_code, unreachable_pub)]
+mod table {
+    include!("table.rs");
+}
 
 /// The generated typed, sized and byte RMA routines (`shmem_TYPENAME_put`, `shmem_put32`, …).
 // Some generated bodies call only safe code inside the `unsafe` block every routine has.

@@ -89,3 +89,7 @@ pub const BITWISE_REDUCE_TYPES: &[&str] = &[
     "uchar", "ushort", "uint", "ulong", "ulonglong", "int8", "int16", "int32", "int64", "uint8",
     "uint16", "uint32", "uint64", "size",
 ];
+
+/// The `long` words of `pSync` the deprecated active-set collectives use: every
+/// `SHMEM_*_SYNC_SIZE` of the header.
+pub const PSYNC_WORDS: usize = 3;

@@ -129,18 +129,28 @@ fn every_routine_of_the_header_is_exported() {
 /// Every current OpenSHMEM 1.5 link symbol (functions and the `SHMEM_TEAM_WORLD`,
 /// `SHMEM_TEAM_SHARED` and `SHMEM_CTX_DEFAULT` handles), from the specification's type tables.
 const OPENSHMEM_1_5: &str = include_str!("openshmem-1.5-symbols.txt");
+/// The deprecated link symbols of OpenSHMEM 1.5 that programs still call.
+const OPENSHMEM_DEPRECATED: &str = include_str!("openshmem-deprecated-symbols.txt");
+/// The link symbols OpenSHMEM 1.6 adds.
+const OPENSHMEM_1_6: &str = include_str!("openshmem-1.6-symbols.txt");
 
 #[test]
-fn every_openshmem_1_5_symbol_is_exported() {
+fn every_symbol_of_openshmem_1_5_its_deprecated_ones_and_1_6_is_exported() {
     let exported = exported();
-    let wanted: Vec<&str> = OPENSHMEM_1_5.lines().filter(|l| !l.is_empty()).collect();
-    assert_eq!(wanted.len(), 1510, "the list of OpenSHMEM 1.5 symbols");
-    let missing: Vec<&&str> = wanted.iter().filter(|s| !exported.contains(**s)).collect();
-    assert!(
-        missing.is_empty(),
-        "{} of 1510 not exported: {missing:?}",
-        missing.len()
-    );
+    for (what, list, count) in [
+        ("OpenSHMEM 1.5", OPENSHMEM_1_5, 1510),
+        ("deprecated", OPENSHMEM_DEPRECATED, 103),
+        ("OpenSHMEM 1.6", OPENSHMEM_1_6, 178),
+    ] {
+        let wanted: Vec<&str> = list.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(wanted.len(), count, "the list of {what} symbols");
+        let missing: Vec<&&str> = wanted.iter().filter(|s| !exported.contains(**s)).collect();
+        assert!(
+            missing.is_empty(),
+            "{} of {count} {what} symbols not exported: {missing:?}",
+            missing.len()
+        );
+    }
 }
 
 /// Compiles `source` with `tool` and `flags` into a temporary file, returning its path.
@@ -264,6 +274,11 @@ fn c_p2p_signal_and_lock_program_passes() {
 #[test]
 fn c_team_and_collective_program_passes() {
     c_program_passes("coll", "c11", &[1, 2, 4, 5]);
+}
+
+#[test]
+fn c_deprecated_active_set_collectives_program_passes() {
+    c_program_passes("active_set", "c11", &[1, 2, 4, 5]);
 }
 
 #[test]

@@ -1,0 +1,500 @@
+//! The deprecated active-set collectives (`shmem_barrier`, `shmem_sync`, `shmem_broadcast64`,
+//! `shmem_fcollect32`, `shmem_long_sum_to_all`, …), which programs and benchmarks written for
+//! OpenSHMEM 1.4 still call.
+//!
+//! An active set is `PE_size` PEs of the world, `PE_start`, `PE_start + 2^logPE_stride`, …; only
+//! its members call, with the same arguments and a symmetric `pSync` array whose every element
+//! is `SHMEM_SYNC_VALUE` (0). Unlike the team routines there is no team to hold scratch space,
+//! so the routines run on the Rust core's RMA, atomics and waits, with `pSync` as their only
+//! shared state:
+//!
+//! - the barrier counts arrivals in the first member's `pSync[0]` and releases each member
+//!   through its `pSync[1]`; every word is back to 0 when the call returns, so the same `pSync`
+//!   may serve the next call at once (OpenSHMEM asks only that it be reused after a barrier);
+//! - the data routines are one barrier (every source is ready), gets from the members' sources
+//!   into this PE's destination, and one barrier (nobody changes a source still being read);
+//! - `collect` publishes each member's element count in its `pSync[2]`.
+//!
+//! `pWrk` is not needed (each PE combines the members' sources it gets) and is never touched.
+
+use std::ffi::{c_int, c_long, c_void};
+
+use bytemuck::Pod;
+use shmem_core::{Cmp, Error, Instance, ReduceOp, Reducible, Result, SymSlice};
+
+use crate::boundary::call;
+use crate::world::{view, world};
+
+use crate::table::PSYNC_WORDS;
+
+/// The members of an active set, and this PE's place among them.
+struct ActiveSet {
+    start: u32,
+    stride: u32,
+    size: u32,
+    /// This PE's index in the set.
+    me: u32,
+}
+
+impl ActiveSet {
+    /// The set `PE_start, PE_start + 2^logPE_stride, …` of `PE_size` PEs, which must lie in
+    /// the world and include this PE.
+    fn new(w: &Instance, start: c_int, log_stride: c_int, size: c_int) -> Result<ActiveSet> {
+        let bad = |why: String| {
+            Error::InvalidParam(format!(
+                "active set (PE_start {start}, logPE_stride {log_stride}, PE_size {size}): {why}"
+            ))
+        };
+        let start_ = u32::try_from(start).map_err(|_| bad("PE_start is negative".into()))?;
+        let size_ = u32::try_from(size)
+            .ok()
+            .filter(|&s| s > 0)
+            .ok_or_else(|| bad("PE_size must be positive".into()))?;
+        let stride = u32::try_from(log_stride)
+            .ok()
+            .and_then(|l| 1u32.checked_shl(l))
+            .ok_or_else(|| bad("logPE_stride must lie in 0..32".into()))?;
+        let last = u64::from(size_ - 1) * u64::from(stride) + u64::from(start_);
+        if last >= u64::from(w.n_pes()) {
+            return Err(bad(format!(
+                "its last PE {last} is not a PE of the {} in the job",
+                w.n_pes()
+            )));
+        }
+        let off = w
+            .my_pe()
+            .checked_sub(start_)
+            .filter(|d| d % stride == 0 && d / stride < size_)
+            .ok_or_else(|| bad(format!("PE {} is not a member", w.my_pe())))?;
+        Ok(ActiveSet {
+            start: start_,
+            stride,
+            size: size_,
+            me: off / stride,
+        })
+    }
+
+    /// The world PE of member `i`.
+    fn pe(&self, i: u32) -> u32 {
+        self.start + i * self.stride
+    }
+
+    /// The members' world PEs in set order.
+    fn members(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        (0..self.size).map(|i| (i, self.pe(i)))
+    }
+}
+
+/// The `pSync` words of a call.
+fn psync(w: &'static Instance, p: *const c_long) -> Result<SymSlice<'static, i64>> {
+    view(w, p.cast::<i64>(), PSYNC_WORDS)
+}
+
+/// The barrier over `set` on `pSync` (see the module's description): returns when every member
+/// has arrived, with every `pSync` word back to 0.
+fn barrier(set: &ActiveSet, sync: SymSlice<'_, i64>) -> Result<()> {
+    if set.size == 1 {
+        return Ok(());
+    }
+    let (count, release) = (sync.elem(0), sync.elem(1));
+    let me = set.pe(set.me);
+    if set.me == 0 {
+        count.wait_until(Cmp::Eq, i64::from(set.size - 1))?;
+        // A fetching atomic is complete when it returns: the count is 0 before any member is
+        // released, so an arrival at the next barrier is never lost or counted twice.
+        count.atomic_swap(0, me)?;
+        for (_, pe) in set.members().skip(1) {
+            release.atomic_set(1, pe)?;
+        }
+    } else {
+        count.atomic_add(1, set.pe(0))?;
+        release.wait_until(Cmp::Eq, 1)?;
+        release.atomic_swap(0, me)?;
+    }
+    Ok(())
+}
+
+/// Runs a void active-set routine: validates the set, then `f`.
+fn run(
+    name: &str,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    f: impl FnOnce(&'static Instance, &ActiveSet) -> Result<()>,
+) {
+    call(name, (), || {
+        let w = world()?;
+        let set = ActiveSet::new(w, start, log_stride, size)?;
+        f(w, &set)
+    });
+}
+
+/// A count from C.
+fn count(n: impl TryInto<usize> + Copy + std::fmt::Display) -> Result<usize> {
+    n.try_into()
+        .map_err(|_| Error::InvalidParam(format!("element count {n} is negative")))
+}
+
+/// Elements `n` times `m`, checked.
+fn times(n: usize, m: usize) -> Result<usize> {
+    n.checked_mul(m)
+        .ok_or_else(|| Error::InvalidParam(format!("{n} × {m} elements overflow")))
+}
+
+/// Copies `src` into the local memory at `dest`.
+///
+/// # Safety
+///
+/// `dest` is writable for `src.len()` elements.
+unsafe fn store<T: Pod>(dest: *mut T, src: &[T]) {
+    // SAFETY: per the function's contract; `src` is a Rust buffer, never overlapping `dest`.
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dest, src.len()) };
+}
+
+/// `shmem_barrier` (with `quiet`) and `shmem_sync` (without).
+pub(crate) fn sync(
+    name: &str,
+    quiet: bool,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    p_sync: *mut c_long,
+) {
+    run(name, start, log_stride, size, |w, set| {
+        if quiet {
+            w.quiet()?;
+        }
+        barrier(set, psync(w, p_sync)?)
+    });
+}
+
+/// `shmem_broadcast{32,64}`: `dest` on every member but the root gets the root's `source`.
+///
+/// # Safety
+///
+/// `dest` is writable for `nelems` elements of `T` on every member but the root.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn broadcast<T: Pod>(
+    name: &str,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    root: c_int,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    p_sync: *mut c_long,
+) {
+    run(name, start, log_stride, size, |w, set| {
+        let root = u32::try_from(root)
+            .ok()
+            .filter(|&r| r < set.size)
+            .ok_or_else(|| {
+                Error::InvalidParam(format!(
+                    "PE_root {root} is not an index of the {}-PE active set",
+                    set.size
+                ))
+            })?;
+        let sync = psync(w, p_sync)?;
+        let src = view(w, source.cast::<T>(), nelems)?;
+        barrier(set, sync)?;
+        if set.me != root && nelems > 0 {
+            let mut buf = vec![T::zeroed(); nelems];
+            src.get(&mut buf, set.pe(root))?;
+            // SAFETY: the C contract: `dest` holds `nelems` elements.
+            unsafe { store(dest.cast::<T>(), &buf) };
+        }
+        barrier(set, sync)
+    });
+}
+
+/// `shmem_fcollect{32,64}` (`counts` is `None`) and `shmem_collect{32,64}`: `dest` gets every
+/// member's `source` in set order.
+///
+/// # Safety
+///
+/// `dest` is writable for the sum of the members' `nelems` elements of `T`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn collect<T: Pod>(
+    name: &str,
+    fixed: bool,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    p_sync: *mut c_long,
+) {
+    run(name, start, log_stride, size, |w, set| {
+        let sync = psync(w, p_sync)?;
+        let n =
+            i64::try_from(nelems).map_err(|_| Error::InvalidParam(format!("{nelems} elements")))?;
+        if !fixed {
+            sync.elem(2).atomic_set(n, w.my_pe())?;
+        }
+        barrier(set, sync)?;
+        let mut at = 0usize;
+        let mut buf = Vec::new();
+        for (_, pe) in set.members() {
+            let theirs = if fixed {
+                nelems
+            } else {
+                count(sync.elem(2).atomic_fetch(pe)?)?
+            };
+            if theirs > 0 {
+                buf.resize(theirs, T::zeroed());
+                view(w, source.cast::<T>(), theirs)?.get(&mut buf, pe)?;
+                // SAFETY: the C contract: `dest` holds every member's elements.
+                unsafe { store(dest.cast::<T>().add(at), &buf) };
+            }
+            at = at
+                .checked_add(theirs)
+                .ok_or_else(|| Error::InvalidParam("the collected elements overflow".into()))?;
+        }
+        barrier(set, sync)?;
+        if !fixed {
+            sync.elem(2).atomic_swap(0, w.my_pe())?;
+        }
+        Ok(())
+    });
+}
+
+/// `shmem_alltoall{32,64}` (strides 1) and `shmem_alltoalls{32,64}`: block `i` of `dest` gets
+/// block `me` of member `i`'s `source`, elements `dst` and `sst` apart.
+///
+/// # Safety
+///
+/// `dest` is writable for `size * nelems` elements `dst` apart.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn alltoall<T: Pod>(
+    name: &str,
+    dest: *mut c_void,
+    source: *const c_void,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    p_sync: *mut c_long,
+) {
+    run(name, start, log_stride, size, |w, set| {
+        let (dst, sst) = match (usize::try_from(dst), usize::try_from(sst)) {
+            (Ok(d), Ok(s)) if d > 0 && s > 0 => (d, s),
+            _ => {
+                return Err(Error::InvalidParam(format!(
+                    "strides {dst} and {sst} must be positive"
+                )));
+            }
+        };
+        let sync = psync(w, p_sync)?;
+        barrier(set, sync)?;
+        if nelems > 0 {
+            // This PE's block of each member's source: elements me*nelems .. (me+1)*nelems,
+            // `sst` apart; the span from its first to its last element is fetched at once.
+            let first = times(times(set.me as usize, nelems)?, sst)?;
+            let span = times(nelems - 1, sst)? + 1;
+            let mut buf = vec![T::zeroed(); span];
+            for (i, pe) in set.members() {
+                let src = view(w, source.cast::<T>().wrapping_add(first), span)?;
+                src.get(&mut buf, pe)?;
+                let block = times(i as usize, nelems)?;
+                for k in 0..nelems {
+                    // SAFETY: the C contract: `dest` holds `size * nelems` elements `dst`
+                    // apart, and `block + k` is below `size * nelems`.
+                    unsafe { *dest.cast::<T>().add((block + k) * dst) = buf[k * sst] };
+                }
+            }
+        }
+        barrier(set, sync)
+    });
+}
+
+/// `shmem_TYPENAME_{and,or,xor,max,min,sum,prod}_to_all`: `dest` on every member gets the
+/// element-wise combination of the members' `source`s. `dest` and `source` may be the same
+/// array; `pWrk` is not used.
+///
+/// # Safety
+///
+/// `dest` is writable for `nreduce` elements.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn to_all<T: Reducible>(
+    name: &str,
+    op: ReduceOp,
+    dest: *mut T,
+    source: *const T,
+    nreduce: c_int,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    p_work: *mut T,
+    p_sync: *mut c_long,
+) {
+    let _ = p_work;
+    run(name, start, log_stride, size, |w, set| {
+        if !T::supports(op) {
+            return Err(Error::InvalidParam(format!(
+                "{op:?} is not defined for {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        let n = count(nreduce)?;
+        let sync = psync(w, p_sync)?;
+        let src = view(w, source, n)?;
+        barrier(set, sync)?;
+        let mut acc = vec![T::zeroed(); n];
+        let mut theirs = vec![T::zeroed(); n];
+        for (i, pe) in set.members() {
+            if n == 0 {
+                break;
+            }
+            if i == 0 {
+                src.get(&mut acc, pe)?;
+            } else {
+                src.get(&mut theirs, pe)?;
+                for (a, b) in acc.iter_mut().zip(&theirs) {
+                    *a = T::combine(op, *a, *b);
+                }
+            }
+        }
+        // `dest` may be this PE's `source`, which the others read until they arrive here.
+        barrier(set, sync)?;
+        // SAFETY: the C contract: `dest` holds `nreduce` elements.
+        unsafe { store(dest, &acc) };
+        Ok(())
+    });
+}
+
+macro_rules! sized {
+    ($($t:ty => $bcast:ident, $collect:ident, $fcollect:ident, $alltoall:ident, $alltoalls:ident;)*) => {$(
+        #[doc = concat!("`", stringify!($bcast), "` (deprecated active-set broadcast).")]
+        ///
+        /// # Safety
+        ///
+        /// The routine's C contract: every pointer is valid for the elements the call names.
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $bcast(
+            dest: *mut c_void, source: *const c_void, nelems: usize, pe_root: c_int,
+            pe_start: c_int, log_pe_stride: c_int, pe_size: c_int, p_sync: *mut c_long,
+        ) {
+            // SAFETY: forwarded from the C contract.
+            unsafe {
+                broadcast::<$t>(stringify!($bcast), dest, source, nelems, pe_root, pe_start,
+                    log_pe_stride, pe_size, p_sync)
+            }
+        }
+
+        #[doc = concat!("`", stringify!($collect), "` (deprecated active-set collect).")]
+        ///
+        /// # Safety
+        ///
+        /// The routine's C contract: every pointer is valid for the elements the call names.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $collect(
+            dest: *mut c_void, source: *const c_void, nelems: usize,
+            pe_start: c_int, log_pe_stride: c_int, pe_size: c_int, p_sync: *mut c_long,
+        ) {
+            // SAFETY: forwarded from the C contract.
+            unsafe {
+                collect::<$t>(stringify!($collect), false, dest, source, nelems, pe_start,
+                    log_pe_stride, pe_size, p_sync)
+            }
+        }
+
+        #[doc = concat!("`", stringify!($fcollect), "` (deprecated active-set fcollect).")]
+        ///
+        /// # Safety
+        ///
+        /// The routine's C contract: every pointer is valid for the elements the call names.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $fcollect(
+            dest: *mut c_void, source: *const c_void, nelems: usize,
+            pe_start: c_int, log_pe_stride: c_int, pe_size: c_int, p_sync: *mut c_long,
+        ) {
+            // SAFETY: forwarded from the C contract.
+            unsafe {
+                collect::<$t>(stringify!($fcollect), true, dest, source, nelems, pe_start,
+                    log_pe_stride, pe_size, p_sync)
+            }
+        }
+
+        #[doc = concat!("`", stringify!($alltoall), "` (deprecated active-set alltoall).")]
+        ///
+        /// # Safety
+        ///
+        /// The routine's C contract: every pointer is valid for the elements the call names.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $alltoall(
+            dest: *mut c_void, source: *const c_void, nelems: usize,
+            pe_start: c_int, log_pe_stride: c_int, pe_size: c_int, p_sync: *mut c_long,
+        ) {
+            // SAFETY: forwarded from the C contract.
+            unsafe {
+                alltoall::<$t>(stringify!($alltoall), dest, source, 1, 1, nelems, pe_start,
+                    log_pe_stride, pe_size, p_sync)
+            }
+        }
+
+        #[doc = concat!("`", stringify!($alltoalls), "` (deprecated active-set strided alltoall).")]
+        ///
+        /// # Safety
+        ///
+        /// The routine's C contract: every pointer is valid for the elements the call names.
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $alltoalls(
+            dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize,
+            pe_start: c_int, log_pe_stride: c_int, pe_size: c_int, p_sync: *mut c_long,
+        ) {
+            // SAFETY: forwarded from the C contract.
+            unsafe {
+                alltoall::<$t>(stringify!($alltoalls), dest, source, dst, sst, nelems,
+                    pe_start, log_pe_stride, pe_size, p_sync)
+            }
+        }
+    )*};
+}
+
+sized! {
+    u32 => shmem_broadcast32, shmem_collect32, shmem_fcollect32, shmem_alltoall32, shmem_alltoalls32;
+    u64 => shmem_broadcast64, shmem_collect64, shmem_fcollect64, shmem_alltoall64, shmem_alltoalls64;
+}
+
+/// `shmem_barrier`: completes this PE's outstanding operations, then waits for every member of
+/// the active set.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_barrier(
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    p_sync: *mut c_long,
+) {
+    sync(
+        "shmem_barrier",
+        true,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        p_sync,
+    );
+}
+
+/// `shmem_sync`: waits for every member of the active set (no completion of operations).
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_sync(
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    p_sync: *mut c_long,
+) {
+    sync(
+        "shmem_sync",
+        false,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        p_sync,
+    );
+}
