@@ -296,6 +296,27 @@ pub trait Transport: Send + Sync + Sized + 'static {
         let _ = (addr, len);
         Err(self.unsupported("device memory"))
     }
+    /// Makes the `len` bytes at local address `at` symmetric: copies them into bytes
+    /// `offset..offset + len` of this PE's segment, then maps those segment bytes over `at`, so
+    /// that loads and stores at `at` and the transport's accesses to `offset` on this PE see
+    /// the same memory (a C program's static data, which OpenSHMEM makes symmetric). A
+    /// transport that cannot map its segment into the host's address space does not support it.
+    ///
+    /// # Safety
+    ///
+    /// `at`, `offset` and `len` are multiples of the page size; `at..at + len` is mapped,
+    /// readable and writable, holds no Rust object, and nothing else writes it during the call
+    /// (a write between the copy and the mapping would be lost). The segment bytes are not yet
+    /// accessed by any PE.
+    unsafe fn alias_local(
+        &self,
+        offset: usize,
+        at: NonNull<u8>,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        let _ = (offset, at, len);
+        Err(self.unsupported("symmetric static data"))
+    }
     /// Undoes [`Transport::register_device`].
     fn deregister_device(&self, addr: u64, len: usize) -> Result<(), TransportError> {
         let _ = (addr, len);

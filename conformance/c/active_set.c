@@ -14,15 +14,21 @@
 #define N 4
 #define GUARD 0x5A5A5A5A5A5A5A5ALL
 
-static void check_psync(const long *ps, const char *what) {
-    for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++)
-        CHECK(ps[i] == SHMEM_SYNC_VALUE, "%s left pSync[%d] = %ld", what, i, ps[i]);
-}
-
-/* One active set: PE_start, logPE_stride, PE_size; `idx` is this PE's index in it. */
+/* One active set: PE_start, logPE_stride, PE_size; `idx` is this PE's index in it; `chk` a
+ * pSync of its own for check_psync. */
 struct set {
     int start, log, size, idx;
+    long *chk;
 };
+
+/* Once every member has returned from the last call (and before any starts the next: the
+ * first member's pSync[0] counts arrivals at the next call), pSync is back to SYNC_VALUE. */
+static void check_psync(struct set s, const long *ps, const char *what) {
+    shmem_sync(s.start, s.log, s.size, s.chk);
+    for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++)
+        CHECK(ps[i] == SHMEM_SYNC_VALUE, "%s left pSync[%d] = %ld", what, i, ps[i]);
+    shmem_sync(s.start, s.log, s.size, s.chk);
+}
 
 /* Sources and destinations, all symmetric (allocated by every PE before the sets form). */
 static uint64_t *src64, *dst64;
@@ -51,7 +57,7 @@ static void run(struct set s, long *ps) {
         uint64_t want = s.idx == root ? (uint64_t)GUARD : 0x0123456789ABCDEFULL + (uint64_t)i + 16 * (uint64_t)root;
         CHECK(dst64[1 + i] == want, "broadcast64[%d] = %llx, want %llx", i, (unsigned long long)dst64[1 + i], (unsigned long long)want);
     }
-    check_psync(ps, "broadcast64");
+    check_psync(s, ps, "broadcast64");
 
     /* broadcast32 */
     for (int i = 0; i < N; i++) src32[i] = 0x89ABCDEFu + (uint32_t)i + 16u * (uint32_t)s.idx;
@@ -86,7 +92,7 @@ static void run(struct set s, long *ps) {
         for (int i = 0; i <= p; i++)
             CHECK(dst64[1 + at + i] == 0x0100000000000000ULL * (uint64_t)(p + 1) + (uint64_t)i, "collect64 from %d [%d]", p, i);
     CHECK(dst64[0] == (uint64_t)GUARD && dst64[total + 1] == (uint64_t)GUARD, "collect64 wrote a guard");
-    check_psync(ps, "collect64");
+    check_psync(s, ps, "collect64");
     for (int i = 0; i <= s.idx; i++) src32[i] = 0x01000000u * (uint32_t)(s.idx + 1) + (uint32_t)i;
     shmem_collect32(dst32, src32, (size_t)s.idx + 1, s.start, s.log, s.size, ps);
     for (int p = 0, at = 0; p < s.size; at += p + 1, p++)
@@ -122,7 +128,7 @@ static void run(struct set s, long *ps) {
     for (int p = 0; p < s.size; p++)
         for (int k = 0; k < 2; k++)
             CHECK(dst32[p * 2 + k] == (((uint32_t)p << 24) | (uint32_t)((s.idx * 2 + k) * 3)), "alltoalls32 from %d [%d]", p, k);
-    check_psync(ps, "alltoalls32");
+    check_psync(s, ps, "alltoalls32");
 
     /* Reductions, one per type family; in place for long. */
     static long pwrk_l[N + SHMEM_REDUCE_MIN_WRKDATA_SIZE];
@@ -138,7 +144,7 @@ static void run(struct set s, long *ps) {
     for (int p = 0; p < s.size; p++) mx = (p * 7 % 5) - 3 > mx ? (p * 7 % 5) - 3 : mx;
     for (int i = 0; i < N; i++) CHECK(ldst[i] == mx + i, "long_max_to_all [%d]", i);
     CHECK(ldst[N] == (long)GUARD, "long_max_to_all wrote past nreduce");
-    check_psync(ps, "long_max_to_all");
+    check_psync(s, ps, "long_max_to_all");
 
     int *isrc = (int *)src32, *idst = (int *)dst32;
     static int pwrk_i[N];
@@ -196,7 +202,7 @@ static void run(struct set s, long *ps) {
     float _Complex ip = 1;
     for (int p = 0; p < s.size; p++) ip *= I;
     for (int i = 0; i < 2; i++) CHECK(cfdst[i] == ip, "complexf_prod_to_all [%d]", i);
-    check_psync(ps, "complexf_prod_to_all");
+    check_psync(s, ps, "complexf_prod_to_all");
 
     /* The same pSync, back to back with no barrier between: each call restores it. */
     for (int k = 0; k < 50; k++) {
@@ -206,7 +212,7 @@ static void run(struct set s, long *ps) {
         shmem_sync(s.start, s.log, s.size, ps);
         shmem_barrier(s.start, s.log, s.size, ps);
     }
-    check_psync(ps, "back-to-back calls");
+    check_psync(s, ps, "back-to-back calls");
 }
 
 int main(void) {
@@ -220,11 +226,13 @@ int main(void) {
     set_buffers(n);
     shmem_barrier_all();
 
-    struct set world = {0, 0, n, me};
+    long *chk = shmem_calloc(SHMEM_SYNC_SIZE, sizeof(long));
+    long *chk2 = shmem_calloc(SHMEM_SYNC_SIZE, sizeof(long));
+    struct set world = {0, 0, n, me, chk};
     run(world, ps);
     /* The even PEs (stride 2^1) on their own pSync; the odd PEs wait at the world barrier. */
     if (me % 2 == 0) {
-        struct set evens = {0, 1, (n + 1) / 2, me / 2};
+        struct set evens = {0, 1, (n + 1) / 2, me / 2, chk2};
         run(evens, ps2);
     }
     shmem_barrier(0, 0, n, ps);
@@ -237,9 +245,9 @@ int main(void) {
     shmem_barrier(0, 0, n + 1, ps);                           /* beyond the last PE */
     shmem_long_sum_to_all(lsrc, lsrc, -1, 0, 0, n, NULL, ps); /* a negative count */
     CHECK(dst64[0] == (uint64_t)GUARD && lsrc[0] == 5, "a refused call moved data");
-    check_psync(ps, "refused calls");
+    check_psync(world, ps, "refused calls");
     /* A one-PE set: every routine is a local copy. */
-    struct set alone = {me, 0, 1, 0};
+    struct set alone = {me, 0, 1, 0, chk2};
     run(alone, ps2);
     shmem_barrier_all();
     if (failures == 0) printf("active_set: PE %d of %d ok\n", me, n);

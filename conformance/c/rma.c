@@ -99,12 +99,14 @@ int main(void) {
     /* Peers' memory through shmem_ptr, and the accessibility queries. */
     CHECK(shmem_ptr(s, me) == s, "shmem_ptr of this PE");
     CHECK(shmem_addr_accessible(s, right) == 1, "addr_accessible");
-    CHECK(shmem_addr_accessible(&failures, right) == 0, "a local variable is not symmetric");
+    int on_stack = 0; /* automatic variables are not symmetric (static ones are) */
+    CHECK(shmem_addr_accessible(&on_stack, right) == 0, "a local variable is not symmetric");
+    CHECK(shmem_addr_accessible(&failures, right) == 1, "a static variable is symmetric");
     CHECK(shmem_pe_accessible(n) == 0 && shmem_pe_accessible(right) == 1, "pe_accessible");
 
     /* Bad input is logged and changes nothing: a PE out of range, an address outside the heap. */
     shmem_int_p(s, 99, n);
-    shmem_int_p(&failures, 99, right);
+    shmem_int_p(&on_stack, 99, right);
     shmem_barrier_all();
     CHECK(s[1] == 0, "a refused put wrote");
 

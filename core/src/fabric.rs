@@ -135,6 +135,19 @@ impl Fabric {
         Ok(on!(self, |t| t.register_device(addr, len))?)
     }
 
+    /// # Safety
+    ///
+    /// As [`Transport::alias_local`].
+    pub(crate) unsafe fn alias_local(
+        &self,
+        offset: usize,
+        at: NonNull<u8>,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        Ok(on!(self, |t| unsafe { t.alias_local(offset, at, len) })?)
+    }
+
     pub(crate) fn deregister_device(&self, addr: u64, len: usize) -> Result<()> {
         Ok(on!(self, |t| t.deregister_device(addr, len))?)
     }

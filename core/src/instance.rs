@@ -12,6 +12,7 @@ use crate::fabric::{Fabric, Queue};
 use crate::heap::Heap;
 use crate::registry::{Claim, Registry};
 use crate::settings;
+use crate::statics::{StaticRange, Window};
 use crate::team::state::{MAX_TEAMS, SCRATCH_PER_TEAM, Teams};
 use crate::watchdog::InstanceWatchdog;
 
@@ -30,6 +31,8 @@ pub(crate) struct Inner {
     pub(crate) attrs: Attributes,
     pub(crate) boot: Arc<dyn Bootstrap>,
     pub(crate) heap: Heap,
+    /// The program's static data, when init made it symmetric.
+    pub(crate) statics: Option<Window>,
     pub(crate) teams: Teams,
     /// The default context's completion queue.
     pub(crate) queue: Queue,
@@ -119,6 +122,29 @@ impl Instance {
     /// `INVALID_PARAM` exactly as CANN's `check_attr`, an id that is already live gives
     /// `INNER_ERROR`, and so does a bootstrap that cannot meet its peers.
     pub fn init(attrs: &Attributes) -> Result<Instance> {
+        Self::init_inner(attrs, None)
+    }
+
+    /// [`Instance::init`], making `statics` symmetric too: once it returns, the memory of the
+    /// range is shared with the instance's segment, so RMA, atomics, waits and `ptr` accept
+    /// addresses inside it as they accept heap addresses (a C program's `.data` and `.bss`,
+    /// which the C ABI finds in the executable). The range stays shared after finalize, with
+    /// the contents it had. On a transport that cannot map its segment over host memory the
+    /// range stays private and the instance has only its heap.
+    ///
+    /// # Safety
+    ///
+    /// `statics` is page-aligned, mapped readable and writable, holds no Rust object (its
+    /// pages are replaced while init runs), and no other thread writes it during the call.
+    /// Every PE passes a range of the same length: the same memory of the same executable.
+    pub unsafe fn init_with_static_data(
+        attrs: &Attributes,
+        statics: StaticRange,
+    ) -> Result<Instance> {
+        Self::init_inner(attrs, Some(statics))
+    }
+
+    fn init_inner(attrs: &Attributes, statics: Option<StaticRange>) -> Result<Instance> {
         // Every setting is checked before any collective work, so that a PE with a bad one
         // fails before its peers map its memory.
         let profile = match attrs.profile {
@@ -140,6 +166,14 @@ impl Instance {
             .ok()
             .and_then(|h| h.checked_add(MAX_TEAMS * SCRATCH_PER_TEAM))
             .ok_or_else(|| Error::InvalidValue("the heap does not fit in memory".into()))?;
+        // Then the program's static data, at the next page.
+        let statics_at = size.next_multiple_of(rustix::param::page_size());
+        let size = match statics {
+            Some(r) => statics_at
+                .checked_add(r.len)
+                .ok_or_else(|| Error::InvalidValue("the static data does not fit".into()))?,
+            None => size,
+        };
         let heap = Heap::new(heap_size).map_err(|e| Error::Memory(e.to_string()))?;
         crate::rlimit::ensure_descriptors(attrs.n_pes);
         let claim: Claim<'_, Inner> = INSTANCES.claim(attrs.instance_id)?;
@@ -165,6 +199,16 @@ impl Instance {
         // The transport returns once every PE has attached every segment: from then on the
         // instance is usable everywhere.
         let fabric = Fabric::open(backend, spec, &mut BootExchange(&*boot))?;
+        let statics = match statics {
+            // SAFETY: the caller's contract; the window lies inside this PE's segment, which no
+            // PE accesses before the barrier below.
+            Some(r) => match unsafe { fabric.alias_local(statics_at, r.addr, r.len) } {
+                Ok(()) => Some(Window::new(r, statics_at)),
+                Err(Error::NotSupported(_)) => None,
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
         let teams = Teams::new(
             n_pes,
             my_pe,
@@ -178,6 +222,7 @@ impl Instance {
             n_pes,
             attrs: attrs.clone(),
             heap,
+            statics,
             teams,
             queue: fabric.new_queue(),
             sync_queue: fabric.new_internal_queue(),
@@ -189,6 +234,11 @@ impl Instance {
             fabric: Arc::new(fabric),
         });
         claim.commit(&inner);
+        let inst = Instance { inner };
+        if inst.inner.statics.is_some() {
+            // No PE reaches another's static data before its owner has shared it.
+            inst.sync_all()?;
+        }
         tracing::debug!(
             instance = attrs.instance_id,
             pe = my_pe,
@@ -196,7 +246,7 @@ impl Instance {
             heap_size,
             "instance initialised"
         );
-        Ok(Instance { inner })
+        Ok(inst)
     }
 
     /// Whether `other` is a handle to this same instance (not merely one with the same id: an
@@ -348,10 +398,28 @@ impl Instance {
         self.inner.heap.size() as usize
     }
 
-    /// The heap offset of the symmetric address `addr`, if `len` bytes from it lie in the heap.
+    /// The segment offset of the symmetric address `addr`, if `len` bytes from it lie in the
+    /// heap (where the offset is the heap offset) or in the static data init made symmetric
+    /// ([`Instance::init_with_static_data`]).
+    #[inline]
     pub fn offset_of(&self, addr: *const u8, len: usize) -> Option<usize> {
-        let off = (addr as usize).checked_sub(self.heap_base() as usize)?;
-        (off.checked_add(len)? <= self.heap_size()).then_some(off)
+        let heap = (addr as usize)
+            .checked_sub(self.heap_base() as usize)
+            .filter(|off| {
+                off.checked_add(len)
+                    .is_some_and(|end| end <= self.heap_size())
+            });
+        match (heap, &self.inner.statics) {
+            (Some(off), _) => Some(off),
+            (None, Some(w)) => w.offset_of(addr as usize, len),
+            (None, None) => None,
+        }
+    }
+
+    /// Whether segment offsets `lo..hi` lie in the program's symmetric static data.
+    #[inline]
+    pub(crate) fn in_statics(&self, lo: u64, hi: u64) -> bool {
+        self.inner.statics.is_some_and(|w| w.holds(lo, hi))
     }
 
     /// The symmetric address of PE `pe`'s copy of the object at the symmetric address `addr`
@@ -361,7 +429,10 @@ impl Instance {
         if !self.is_initialized() || pe >= self.inner.n_pes {
             return None;
         }
-        let off = self.offset_of(addr, 0).filter(|&o| o < self.heap_size())?;
+        let off = self.offset_of(addr, 1)?;
+        if pe == self.inner.my_pe {
+            return std::ptr::NonNull::new(addr.cast_mut());
+        }
         let base = self.inner.fabric.segment_base(pe) as usize;
         std::ptr::NonNull::new((base + off) as *mut u8)
     }
@@ -374,9 +445,13 @@ impl Instance {
         if !self.is_initialized() || pe >= self.inner.n_pes {
             return None;
         }
-        let off = self.offset_of(addr, 0).filter(|&o| o < self.heap_size())?;
+        let off = self.offset_of(addr, 1)?;
         let base = self.inner.fabric.host_mapping(pe)?;
-        // SAFETY: `off` is inside the heap, which lies inside `pe`'s mapped segment.
+        if pe == self.inner.my_pe {
+            // The object itself (static data is also mapped in the segment, elsewhere).
+            return std::ptr::NonNull::new(addr.cast_mut());
+        }
+        // SAFETY: `off` is inside the heap or the static data, inside `pe`'s mapped segment.
         Some(unsafe { base.add(off) })
     }
 

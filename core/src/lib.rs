@@ -42,6 +42,7 @@ mod rlimit;
 mod rma;
 mod settings;
 mod signal;
+mod statics;
 mod sym;
 mod team;
 mod watchdog;
@@ -68,6 +69,7 @@ pub use shmem_backend::{Capabilities, Cmp, Pe, Scalar, SignalOp, TransportError}
 /// Open MPI, loaded at run time: the [`shmem_mpi`] crate (what the MPI bootstrap uses).
 pub use shmem_mpi as mpi;
 pub use signal::SignalWord;
+pub use statics::StaticRange;
 pub use sym::{SymBuf, SymElem, SymSlice};
 pub use team::{MAX_TEAMS, Team, TeamConfig};
 

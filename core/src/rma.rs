@@ -51,6 +51,7 @@ impl Instance {
     pub(crate) fn check_heap_range(&self, offset: usize, len: usize) -> Result<()> {
         match offset.checked_add(len) {
             Some(end) if end <= self.heap_size() => Ok(()),
+            Some(end) if self.in_statics(offset as u64, end as u64) => Ok(()),
             _ => Err(self.outside_heap(offset, len)),
         }
     }
@@ -102,6 +103,7 @@ impl Instance {
         let s = Strided { first, stride };
         match s.span(elem, nelems) {
             Some((_, hi)) if hi <= self.heap_size() as u64 => Ok(s),
+            Some((lo, hi)) if self.in_statics(lo, hi) => Ok(s),
             _ => Err(Error::OutOfBounds(format!(
                 "{nelems} elements of {elem} bytes with a stride of {stride} bytes from heap offset {first:#x} do not lie inside the symmetric heap"
             ))),

@@ -619,6 +619,51 @@ impl Transport for SimTransport {
         Ok(())
     }
 
+    unsafe fn alias_local(
+        &self,
+        offset: usize,
+        at: NonNull<u8>,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        let page = rustix::param::page_size();
+        if offset.checked_add(len).is_none_or(|end| end > self.heap) {
+            return Err(TransportError::OutOfBounds {
+                pe: self.my_pe,
+                offset: offset as u64,
+                len: len as u64,
+                size: self.heap as u64,
+            });
+        }
+        if !(offset | len | at.as_ptr() as usize).is_multiple_of(page) {
+            return Err(TransportError::Misaligned {
+                offset: offset as u64,
+                width: page,
+            });
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        let seg = self.at(self.my_pe, offset);
+        // SAFETY: the caller keeps `at..at + len` readable and unwritten during the call; the
+        // segment bytes lie inside this PE's mapped segment (checked above) and no PE accesses
+        // them yet.
+        unsafe { std::ptr::copy_nonoverlapping(at.as_ptr(), seg, len) };
+        // SAFETY: `seg` is page-aligned inside a shared mapping of the segment, so an `old_size`
+        // of 0 makes a second mapping of the same pages (mremap(2)); it replaces `at..at + len`,
+        // which the caller says holds no Rust object, and leaves `seg` mapped.
+        unsafe {
+            rustix::mm::mremap_fixed(
+                seg.cast(),
+                0,
+                len,
+                rustix::mm::MremapFlags::MAYMOVE,
+                at.as_ptr().cast(),
+            )
+        }
+        .map_err(|e| TransportError::os("mapping the segment over static data", e))?;
+        Ok(())
+    }
+
     #[inline]
     unsafe fn put(
         &self,

@@ -27,6 +27,7 @@ pub mod p2p;
 pub mod rma;
 pub mod setup;
 mod startup_info;
+mod static_data;
 pub mod team;
 mod world;
 

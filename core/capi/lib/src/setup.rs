@@ -16,9 +16,21 @@ fn init_world(requested: ThreadLevel) -> shmem_core::Result<ThreadLevel> {
         if std::env::var_os("SHMEM_PROFILE").is_none() {
             attrs.profile = Some(ApiProfile::OpenShmem);
         }
-        let (inst, provided) = Instance::init_thread(&attrs, requested)?;
+        let _ = requested; // every level is provided
+        let inst = match crate::static_data::range() {
+            Some(statics) => {
+                // SAFETY: the executable's writable data, page-aligned and mapped; it holds
+                // no Rust object (this library's statics live in its own segment), and
+                // OpenSHMEM programs call `shmem_init` before their threads use it. Every
+                // PE runs the same executable.
+                let inst = unsafe { Instance::init_with_static_data(&attrs, statics) }?;
+                crate::static_data::shared(statics);
+                inst
+            }
+            None => Instance::init(&attrs)?,
+        };
         crate::startup_info::print(inst.my_pe());
-        Ok((inst, provided))
+        Ok((inst, ThreadLevel::Multiple))
     })
 }
 

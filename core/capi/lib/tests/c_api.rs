@@ -282,6 +282,41 @@ fn c_deprecated_active_set_collectives_program_passes() {
 }
 
 #[test]
+fn static_data_is_symmetric_in_pie_and_non_pie_executables() {
+    let dir = temp_dir("static");
+    for flags in [&["-std=c11"][..], &["-std=c11", "-no-pie"]] {
+        let exe = build(
+            env!("CARGO_BIN_EXE_oshcc"),
+            "conformance/c/static.c",
+            flags,
+            &dir,
+        );
+        for n in [1, 2, 4] {
+            let out = run(&exe, n);
+            assert_eq!(out.matches(" ok").count(), n as usize, "{flags:?}:\n{out}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_process_that_dlopens_the_library_keeps_its_static_data_private() {
+    let dir = temp_dir("dlopen");
+    let exe = build("cc", "conformance/c/dlopen.c", &["-std=c11", "-ldl"], &dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+        .args(["-n", "2", "--timeout", "120", "--"])
+        .arg(&exe)
+        .arg(target_dir().join("libshmem.so"))
+        .env("SHMEM_TIMEOUT", "60")
+        .output()
+        .expect("oshrun runs");
+    let text = text(&out);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(text.matches(" ok").count(), 2, "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn c11_type_generic_program_passes() {
     c_program_passes("generic", "c11", &[1, 2, 4]);
 }
@@ -402,7 +437,9 @@ fn an_installed_prefix_serves_oshcc_pkg_config_cmake_and_static_linking() {
             .args(pkg(&["--cflags", "--libs"])),
     );
     runs(&exe);
-    let exe = dir.join("rma-static");
+    // Linked statically, the library finds the executable's static data in the executable
+    // itself: static.c checks it is symmetric.
+    let exe = dir.join("static-static");
     let system: Vec<String> = pkg(&["--static", "--libs-only-l"])
         .into_iter()
         .filter(|l| l != "-lshmem")
@@ -411,7 +448,8 @@ fn an_installed_prefix_serves_oshcc_pkg_config_cmake_and_static_linking() {
         Command::new("cc")
             .args(["-std=c11", "-o"])
             .arg(&exe)
-            .arg(&source)
+            .arg(repo().join("conformance/c/static.c"))
+            .arg(format!("-I{}", repo().join("conformance/c").display()))
             .args(pkg(&["--cflags"]))
             .arg(prefix.join("lib/libshmem.a"))
             .args(system),
