@@ -188,8 +188,8 @@ pub struct WaitWord {
 pub struct BarrierSpec {
     /// The first member.
     pub start: Pe,
-    /// The distance between consecutive members.
-    pub stride: u32,
+    /// The distance between consecutive members (negative for a team in reverse order).
+    pub stride: i32,
     /// The number of members.
     pub size: u32,
     /// This PE's rank among them.
@@ -205,7 +205,7 @@ pub struct BarrierSpec {
 impl BarrierSpec {
     /// The PE of rank `rank`.
     pub fn pe(&self, rank: u32) -> Pe {
-        self.start + rank * self.stride
+        (i64::from(self.start) + i64::from(rank) * i64::from(self.stride)) as Pe
     }
 }
 

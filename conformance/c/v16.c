@@ -81,6 +81,26 @@ int main(void) {
     } else {
         CHECK(single == SHMEM_TEAM_INVALID, "PE %d is not in the one-PE team", me);
     }
+    /* 1.6: a negative stride makes a team in reverse order: the world backwards. */
+    shmem_team_t rev = SHMEM_TEAM_INVALID;
+    CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, n - 1, -1, n, NULL, 0, &rev) == 0, "split with stride -1");
+    CHECK(rev != SHMEM_TEAM_INVALID && shmem_team_my_pe(rev) == n - 1 - me && shmem_team_n_pes(rev) == n, "reversed rank");
+    CHECK(shmem_team_translate_pe(rev, 0, SHMEM_TEAM_WORLD) == n - 1, "rank 0 of the reversed world");
+    long *b = shmem_malloc(2 * sizeof(long));
+    b[0] = me == n - 1 ? 0x0123456789ABCDEFL : -1;
+    b[1] = -me;
+    shmem_team_sync(rev);
+    CHECK(shmem_long_broadcast(rev, b, b, 1, 0) == 0 && b[0] == 0x0123456789ABCDEFL && b[1] == -me, "broadcast from reversed rank 0");
+    CHECK(shmem_long_sum_inscan(rev, &b[1], &b[1], 1) == 0, "inscan on the reversed world");
+    /* Inclusive prefix over ranks 0..r, which are world PEs n-1 down to me. */
+    long prefix = 0;
+    for (int p = n - 1; p >= me; p--) prefix -= p;
+    CHECK(b[1] == prefix, "inscan on the reversed world: %ld, want %ld", b[1], prefix);
+    shmem_free(b);
+    shmem_team_t bad = SHMEM_TEAM_INVALID;
+    CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, -1, 2, NULL, 0, &bad) != 0 && bad == SHMEM_TEAM_INVALID, "a triplet below PE 0 is refused");
+    shmem_team_destroy(rev);
+    CHECK(SHMEM_MAJOR_VERSION == 1 && SHMEM_MINOR_VERSION == 6, "the header says OpenSHMEM 1.6");
     if (failures == 0) printf("v16: PE %d of %d ok\n", me, n);
     shmem_finalize();
     shmem_query_initialized(&initialized);

@@ -2,7 +2,7 @@
 //! `shmem_info_get_name` and `shmem_pcontrol`.
 //!
 //! ```
-//! assert_eq!(shmem::info_get_version(), (1, 5));
+//! assert_eq!(shmem::info_get_version(), (1, 6));
 //! assert!(shmem::info_get_name().len() < shmem::MAX_NAME_LEN);
 //! shmem::pcontrol(0); // profiling off: there is no profiling library, so nothing changes
 //! ```
@@ -12,14 +12,14 @@ use std::sync::atomic::{AtomicI32, Ordering};
 /// `SHMEM_MAJOR_VERSION`: the OpenSHMEM specification this library implements.
 pub const MAJOR_VERSION: i32 = 1;
 /// `SHMEM_MINOR_VERSION`.
-pub const MINOR_VERSION: i32 = 5;
+pub const MINOR_VERSION: i32 = 6;
 /// `SHMEM_MAX_NAME_LEN`: the longest vendor name, with its terminating NUL.
 pub const MAX_NAME_LEN: usize = 256;
 /// `SHMEM_VENDOR_STRING`.
 pub const VENDOR_STRING: &str = concat!(
     "shmem-rs ",
     env!("CARGO_PKG_VERSION"),
-    " (CANN SHMEM semantics, OpenSHMEM 1.5)"
+    " (CANN SHMEM semantics, OpenSHMEM 1.6)"
 );
 
 /// The OpenSHMEM version implemented (`shmem_info_get_version`).

@@ -40,6 +40,8 @@ pub(crate) struct Inner {
     pub(crate) sync_queue: Queue,
     /// The transport's capabilities, read on every call that needs one.
     pub(crate) caps: Capabilities,
+    /// The profile the instance runs under.
+    pub(crate) profile: settings::ApiProfile,
     /// The limits of the instance's profile.
     pub(crate) limits: Limits,
     /// Device memory registered with the instance: start address and length, by start.
@@ -228,6 +230,7 @@ impl Instance {
             sync_queue: fabric.new_internal_queue(),
             devices: Mutex::new(Default::default()),
             caps: fabric.profile().caps,
+            profile,
             limits,
             state,
             boot,

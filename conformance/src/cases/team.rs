@@ -43,6 +43,12 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("team::cann_profile_splits_on_every_instance", cann_profile)
             .pes(&[2])
             .env(&[("SHMEM_PROFILE", "cann")]),
+        Case::new(
+            "team::openshmem_1_6_reverse_and_one_pe_splits",
+            reverse_splits,
+        )
+        .pes(&[1, 2, 4, 5])
+        .env(&[("SHMEM_PROFILE", "openshmem")]),
     ])
     .collect()
 }
@@ -397,5 +403,69 @@ fn cann_profile(ctx: &Ctx) -> Outcome {
     one.team_world().barrier()?;
     one.finalize()?;
     world.finalize()?;
+    Ok(())
+}
+
+/// OpenSHMEM 1.6's triplets (OpenSHMEM profile): a negative stride makes a team in reverse
+/// order, from `start` down; a team of one PE takes any stride, 0 included; a triplet that
+/// would run below PE 0, or a stride of 0 for more than one PE, is refused.
+fn reverse_splits(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let world = inst.team_world();
+    let cfg = TeamConfig::default();
+    // The world backwards: rank r is world PE n-1-r.
+    let rev = world
+        .split_strided(n as i32 - 1, -1, n as i32, cfg)?
+        .ok_or_else(|| Failure("every PE is in the reversed world".into()))?;
+    check_eq!(rev.my_pe(), n - 1 - me);
+    check_eq!(rev.n_pes(), n);
+    for r in 0..n {
+        check_eq!(rev.translate_pe(r, &world), Some(n - 1 - r));
+    }
+    // A collective on it: rank 0 (world PE n-1) broadcasts.
+    let buf = inst.calloc::<u64>(2)?;
+    let src = inst.calloc::<u64>(2)?;
+    src.as_slice().put(&[u64::from(me) << 40, 7], me)?;
+    rev.barrier()?;
+    rev.broadcast(buf.as_slice(), src.as_slice(), 0)?;
+    check_eq!(buf.as_slice().to_vec(me)?, vec![u64::from(n - 1) << 40, 7]);
+    // Every other PE from the last down, as a sub-team of the reversed world (ranks 0, 2, …
+    // of it): world PEs n-1, n-3, …
+    let size = n.div_ceil(2) as i32;
+    let sub = rev.split_strided(0, 2, size, cfg)?;
+    check_eq!(sub.is_some(), (n - 1 - me) % 2 == 0);
+    if let Some(t) = &sub {
+        check_eq!(t.my_pe(), (n - 1 - me) / 2);
+        check_eq!(t.translate_pe(0, &world), Some(n - 1));
+        t.barrier()?;
+    }
+    // The same PEs from the other end of the reversed world: a negative stride in a team with
+    // a negative stride gives the world's order back.
+    let fwd = rev
+        .split_strided(n as i32 - 1, -1, n as i32, cfg)?
+        .expect("member");
+    check_eq!(fwd.my_pe(), me);
+    // One PE, any stride.
+    for stride in [0, -3, 5] {
+        let one = world.split_strided(n as i32 - 1, stride, 1, cfg)?;
+        check_eq!(one.is_some(), me == n - 1);
+        if let Some(t) = one {
+            check_eq!(t.n_pes(), 1);
+            t.destroy()?;
+        }
+    }
+    // Invalid triplets: below PE 0, or a stride of 0 for two PEs.
+    check_code!(world.split_strided(0, -1, 2, cfg), Code::InvalidParam);
+    if n > 1 {
+        check_code!(world.split_strided(1, 0, 2, cfg), Code::InvalidParam);
+    }
+    for t in [sub, Some(fwd), Some(rev)].into_iter().flatten() {
+        t.destroy()?;
+    }
+    buf.free()?;
+    src.free()?;
+    world.barrier()?;
+    inst.finalize()?;
     Ok(())
 }

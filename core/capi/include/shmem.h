@@ -7,9 +7,9 @@
 #include <stdint.h>
 
 #define SHMEM_MAJOR_VERSION 1
-#define SHMEM_MINOR_VERSION 5
+#define SHMEM_MINOR_VERSION 6
 #define SHMEM_MAX_NAME_LEN 256
-#define SHMEM_VENDOR_STRING "shmem-rs 0.1.0 (CANN SHMEM semantics, OpenSHMEM 1.5)"
+#define SHMEM_VENDOR_STRING "shmem-rs 0.1.0 (CANN SHMEM semantics, OpenSHMEM 1.6)"
 
 #define SHMEM_THREAD_SINGLE 0
 #define SHMEM_THREAD_FUNNELED 1

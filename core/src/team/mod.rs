@@ -241,7 +241,9 @@ impl Team {
         Ok((got.pop().flatten(), yt))
     }
 
-    /// The members of a strided split of this team, checked as CANN checks them.
+    /// The members of a strided split of this team, checked as CANN checks them; under the
+    /// OpenSHMEM profile, OpenSHMEM 1.6's triplets are valid too: a negative stride (a team in
+    /// reverse order, from `start` down) and a stride of 0 for a team of one PE.
     fn strided_members(&self, start: i32, stride: i32, size: i32) -> Result<Members> {
         let max = self.inst.inner.limits.max_pes.min(i32::MAX as u32) as i32;
         let parent = self.state.members;
@@ -250,27 +252,40 @@ impl Team {
                 "start {start}, stride {stride} or size {size} exceeds the PE limit {max}"
             )));
         }
+        let cann = self.inst.inner.profile != crate::ApiProfile::OpenShmem;
         if start < 0
             || start >= parent.size as i32
             || size <= 0
             || size > parent.size as i32
-            || stride < 1
+            || (cann && stride < 1)
+            || (stride == 0 && size != 1)
         {
             return Err(Error::InvalidParam(format!(
-                "start {start}, stride {stride}, size {size} do not describe PEs of a team of {} PEs (start in 0..size, size >= 1, stride >= 1)",
-                parent.size
+                "start {start}, stride {stride}, size {size} do not describe PEs of a team of {} PEs (start in 0..size, size >= 1, {})",
+                parent.size,
+                if cann {
+                    "stride >= 1"
+                } else {
+                    "stride 0 only for one PE"
+                }
             )));
         }
         let last = i64::from(start) + i64::from(stride) * (i64::from(size) - 1);
-        if last >= i64::from(parent.size) {
+        if !(0..i64::from(parent.size)).contains(&last) {
             return Err(Error::InvalidParam(format!(
-                "the last PE of the split, {last}, lies beyond the parent team of {} PEs",
+                "the last PE of the split, {last}, lies outside the parent team of {} PEs",
                 parent.size
             )));
         }
+        let stride = i32::try_from(i64::from(parent.stride) * i64::from(stride)).map_err(|_| {
+            Error::InvalidParam(format!(
+                "a stride of {stride} in a team of stride {}",
+                parent.stride
+            ))
+        })?;
         Ok(Members {
             start: parent.pe(start as u32),
-            stride: parent.stride * stride as u32,
+            stride,
             size: size as u32,
         })
     }

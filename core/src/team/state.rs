@@ -75,8 +75,9 @@ pub struct TeamConfig {
 pub(crate) struct Members {
     /// The first PE.
     pub start: u32,
-    /// The distance between consecutive members.
-    pub stride: u32,
+    /// The distance between consecutive members: negative for a team in reverse order
+    /// (OpenSHMEM 1.6), 0 only for a team of one PE.
+    pub stride: i32,
     /// The number of members.
     pub size: u32,
 }
@@ -84,16 +85,18 @@ pub(crate) struct Members {
 impl Members {
     /// The instance PE of team rank `rank`.
     pub(crate) fn pe(&self, rank: u32) -> Pe {
-        self.start + rank * self.stride
+        (i64::from(self.start) + i64::from(rank) * i64::from(self.stride)) as Pe
     }
 
     /// The team rank of instance PE `pe`, if it is a member.
     pub(crate) fn rank_of(&self, pe: Pe) -> Option<u32> {
-        let d = pe.checked_sub(self.start)?;
+        let d = i64::from(pe) - i64::from(self.start);
         if self.stride == 0 {
             return (d == 0 && self.size > 0).then_some(0);
         }
-        (d.is_multiple_of(self.stride) && d / self.stride < self.size).then_some(d / self.stride)
+        let stride = i64::from(self.stride);
+        let rank = d / stride;
+        (d % stride == 0 && (0..i64::from(self.size)).contains(&rank)).then_some(rank as u32)
     }
 }
 

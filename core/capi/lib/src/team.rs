@@ -144,8 +144,8 @@ pub unsafe extern "C" fn shmem_team_split_strided(
     mask: c_long,
     new_team: *mut shmem_team_t,
 ) -> c_int {
-    // OpenSHMEM 1.6 defines a team of one PE whatever the stride (0 included); the core, which
-    // checks CANN's triplet rules, takes it with a stride of 1.
+    // OpenSHMEM 1.6 defines a team of one PE whatever the stride; the core, which bounds a
+    // stride by the PE limit as CANN does, takes it with a stride of 1.
     let stride = if size == 1 { 1 } else { stride };
     let made = call("shmem_team_split_strided", None, || {
         Ok(Some(adopt(team(parent)?.split_strided(

@@ -73,7 +73,7 @@ fn shmem_vendor() -> &'static str {
     concat!(
         "shmem-rs ",
         env!("CARGO_PKG_VERSION"),
-        " (CANN SHMEM semantics, OpenSHMEM 1.5)"
+        " (CANN SHMEM semantics, OpenSHMEM 1.6)"
     )
 }
 
