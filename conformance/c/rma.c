@@ -2,6 +2,7 @@
  * Values that do not fit a narrower type catch a wrapper of the wrong type; the elements
  * around each target must stay untouched. Exits non-zero on the first failed check. */
 #include <shmem.h>
+#include <shmemx.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
     } while (0)
 
 int main(void) {
+    double t0 = shmemx_wtime(); /* an extension of shmemx.h, usable before init */
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
     int right = (me + 1) % n, left = (me + n - 1) % n;
@@ -127,6 +129,8 @@ int main(void) {
     shmem_free(w);
 
     shmem_barrier_all();
+    double t1 = shmemx_wtime();
+    CHECK(t0 >= 0 && t1 > t0 && t1 - t0 < 3600, "shmemx_wtime: %g then %g", t0, t1);
     if (failures == 0) printf("rma: PE %d of %d ok\n", me, n);
     shmem_finalize();
     return failures ? 1 : 0;

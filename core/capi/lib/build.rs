@@ -962,6 +962,89 @@ struct shmem_c11_argument_type_has_no_typed_routine;\n\
     h
 }
 
+/// A prototype's parts: return type, name, and parameters (declaration, name).
+struct Proto<'a> {
+    ret: &'a str,
+    name: &'a str,
+    params: Vec<(&'a str, &'a str)>,
+}
+
+fn parse_proto(proto: &str) -> Option<Proto<'_>> {
+    let (head, rest) = proto.split_once('(')?;
+    let params = rest.strip_suffix(");")?;
+    let name = head.rsplit([' ', '*']).next()?;
+    let ret = head[..head.len() - name.len()].trim_end();
+    let params = match params {
+        "void" => Vec::new(),
+        ps => ps
+            .split(", ")
+            .map(|d| (d, d.rsplit([' ', '*']).next().unwrap_or(d)))
+            .collect(),
+    };
+    Some(Proto { ret, name, params })
+}
+
+/// The type-generic routines for C++: an overload of `shmem_{name}` (and of its context form)
+/// for every type with a typed routine, each calling it, from the same tables as the C11
+/// macros. They have C++ linkage, so they sit outside the header's `extern "C"` block.
+fn cxx_overloads(routines: &[Routine]) -> String {
+    let protos: std::collections::HashMap<&str, &str> = routines
+        .iter()
+        .map(|r| r.proto.as_str())
+        .chain(SETUP_PROTOS.iter().copied())
+        .filter_map(|p| Some((parse_proto(p)?.name, p)))
+        .collect();
+    let mut h = String::from(
+        "#if defined(__cplusplus)
+/* The type-generic routines for C++: overloads picked by the type of the first pointer
+ * argument (the second for a team collective), with an optional leading shmem_ctx_t. */
+",
+    );
+    // The parameter types of a declaration list, without the names.
+    let types = |params: &[(&str, &str)]| -> Vec<String> {
+        params
+            .iter()
+            .map(|(d, a)| d[..d.len() - a.len()].trim_end().to_string())
+            .collect()
+    };
+    for (name, _) in GENERICS {
+        // A C routine of the generic name itself (the deprecated `shmem_wait_until` on a
+        // `long`) is the overload for its own signature.
+        let plain = protos
+            .get(format!("shmem_{name}").as_str())
+            .and_then(|p| parse_proto(p))
+            .map(|p| types(&p.params));
+        for prefix in ["", "ctx_"] {
+            for (typename, _) in GENERIC_TYPES {
+                let typed = format!("shmem_{prefix}{typename}_{name}");
+                let Some(Proto { ret, params, .. }) =
+                    protos.get(typed.as_str()).and_then(|p| parse_proto(p))
+                else {
+                    continue;
+                };
+                if plain.as_ref() == Some(&types(&params)) {
+                    continue;
+                }
+                let decls: Vec<&str> = params.iter().map(|(d, _)| *d).collect();
+                let args: Vec<&str> = params.iter().map(|(_, a)| *a).collect();
+                let ret_kw = if ret == "void" { "" } else { "return " };
+                let _ = writeln!(
+                    h,
+                    "inline {ret} shmem_{name}({}) {{ {ret_kw}{typed}({}); }}",
+                    decls.join(", "),
+                    args.join(", ")
+                );
+            }
+        }
+    }
+    h.push_str(
+        "#endif /* C++ */
+
+",
+    );
+    h
+}
+
 fn header(routines: &[Routine]) -> String {
     let mut h = String::new();
     let legacy = legacy_constants();
@@ -983,6 +1066,7 @@ typedef struct shmem_ctx_opaque *shmem_ctx_t;\ntypedef struct shmem_team_opaque 
     }
     h.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n");
     h.push_str(&generic_macros(routines));
+    h.push_str(&cxx_overloads(routines));
     h.push_str("#endif /* SHMEM_RS_SHMEM_H */\n");
     h
 }

@@ -21,6 +21,7 @@ pub mod amo;
 mod boundary;
 pub mod coll;
 pub mod ctx;
+pub mod extensions;
 pub mod heap;
 pub mod longdouble;
 pub mod p2p;

@@ -7,6 +7,7 @@ use std::process::Command;
 
 const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/shmem.h"));
 const COMMITTED: &str = include_str!("../../include/shmem.h");
+const EXTENSIONS: &str = include_str!("../../include/shmemx.h");
 
 /// `target/<profile>`, where `libshmem.so` and the tools are, once `libshmem.so` is built.
 ///
@@ -98,10 +99,11 @@ fn exported() -> std::collections::HashSet<String> {
 }
 
 #[test]
-fn every_routine_of_the_header_is_exported() {
+fn every_routine_of_the_headers_is_exported() {
     let exported = exported();
     let declared: Vec<&str> = COMMITTED
         .lines()
+        .chain(EXTENSIONS.lines())
         .filter(|l| l.ends_with(");") && !l.starts_with('#'))
         .filter_map(|l| l.split('(').next()?.rsplit([' ', '*']).next())
         .collect();
