@@ -1179,6 +1179,24 @@ const SETUP_PROTOS: &[&str] = &[
     "void shmem_alltoalls64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);",
 ];
 
+/// `oshc++` beside `oshCC` in `target/<profile>`: Cargo cannot name a binary with a `+`, and
+/// C++ users (and build systems that look for `oshc++`) expect it there once the package is
+/// built. The link is the only file this script writes outside `OUT_DIR`
+/// (`target/<profile>/build/shmem-c-*/out`); it may dangle until `oshCC` is linked.
+fn link_osh_cxx() {
+    let Some(out) = std::env::var_os("OUT_DIR") else {
+        return;
+    };
+    let Some(profile_dir) = std::path::Path::new(&out).ancestors().nth(3) else {
+        return;
+    };
+    let link = profile_dir.join("oshc++");
+    if std::fs::symlink_metadata(&link).is_err() {
+        // A failure (a read-only target directory) only leaves `oshCC` as the C++ wrapper.
+        let _ = std::os::unix::fs::symlink("oshCC", &link);
+    }
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=src/table.rs");
     println!("cargo:rerun-if-changed=build.rs");
@@ -1190,6 +1208,7 @@ fn main() {
         .compile("shmem_longdouble");
     // C programs link against libshmem.so and find it again by this name.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libshmem.so");
+    link_osh_cxx();
     let mut routines = Vec::new();
     rma_routines(&mut routines);
     amo_routines(&mut routines);

@@ -339,16 +339,20 @@ fn c_deprecated_routines_program_passes() {
 }
 
 #[test]
-fn cpp_program_builds_with_osh_cc_and_runs() {
+fn cpp_program_builds_with_osh_cxx_and_runs() {
     let dir = temp_dir("cpp");
-    let exe = build(
+    // `oshc++` (a link the build script makes beside `oshCC`) and `oshCC` itself.
+    let osh_cxx = target_dir().join("oshc++");
+    for tool in [
+        osh_cxx.to_str().expect("a UTF-8 path"),
         env!("CARGO_BIN_EXE_oshCC"),
-        "conformance/c/hello.cpp",
-        &["-std=c++17"],
-        &dir,
-    );
-    let out = run(&exe, 2);
-    assert_eq!(out.matches(": ok").count(), 2, "{out}");
+    ] {
+        let exe = build(tool, "conformance/c/hello.cpp", &["-std=c++17"], &dir);
+        for n in [1, 2, 4] {
+            let out = run(&exe, n);
+            assert_eq!(out.matches(": ok").count(), n as usize, "{tool}: {out}");
+        }
+    }
     let shown = Command::new(env!("CARGO_BIN_EXE_oshcc"))
         .args(["-show", "-o", "x", "x.c"])
         .output()
