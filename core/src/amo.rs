@@ -24,6 +24,7 @@
 use bytemuck::Pod;
 use shmem_backend::{AmoOp, Pe, Scalar, Width};
 
+use crate::ctx::CtxRef;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::rma::NbiScope;
@@ -37,6 +38,20 @@ mod sealed {
 pub trait AmoType: Pod + Scalar + sealed::Sealed {
     /// The width of the word.
     const WIDTH: Width;
+    /// Whether the type has the standard operations ([`AmoStandard`]).
+    const STANDARD: bool;
+    /// Whether the type has the bitwise operations ([`AmoBitwise`]).
+    const BITWISE: bool;
+
+    /// Whether OpenSHMEM defines `op` on the type.
+    #[inline(always)]
+    fn allows(op: AmoOp) -> bool {
+        match op {
+            AmoOp::Fetch | AmoOp::Set(_) | AmoOp::Swap(_) => true,
+            AmoOp::CompareSwap { .. } | AmoOp::Add(_) => Self::STANDARD,
+            AmoOp::And(_) | AmoOp::Or(_) | AmoOp::Xor(_) => Self::BITWISE,
+        }
+    }
 }
 
 /// An integer type with the standard atomic operations (compare-and-swap, increment, add).
@@ -46,24 +61,87 @@ pub trait AmoStandard: AmoType {}
 pub trait AmoBitwise: AmoType {}
 
 macro_rules! amo_types {
-    ($($t:ty: $w:ident $(, $extra:ident)*;)*) => {$(
+    ($($t:ty: $w:ident, $standard:literal, $bitwise:literal $(, $extra:ident)*;)*) => {$(
         impl sealed::Sealed for $t {}
         impl AmoType for $t {
             const WIDTH: Width = Width::$w;
+            const STANDARD: bool = $standard;
+            const BITWISE: bool = $bitwise;
         }
         $(impl $extra for $t {})*
     )*};
 }
 
 amo_types! {
-    i32: W32, AmoStandard, AmoBitwise;
-    i64: W64, AmoStandard, AmoBitwise;
-    u32: W32, AmoStandard, AmoBitwise;
-    u64: W64, AmoStandard, AmoBitwise;
-    usize: W64, AmoStandard, AmoBitwise;
-    isize: W64, AmoStandard;
-    f32: W32;
-    f64: W64;
+    i32: W32, true, true, AmoStandard, AmoBitwise;
+    i64: W64, true, true, AmoStandard, AmoBitwise;
+    u32: W32, true, true, AmoStandard, AmoBitwise;
+    u64: W64, true, true, AmoStandard, AmoBitwise;
+    usize: W64, true, true, AmoStandard, AmoBitwise;
+    isize: W64, true, false, AmoStandard;
+    f32: W32, false, false;
+    f64: W64, false, false;
+}
+
+impl CtxRef<'_> {
+    /// Operation `op` on the element of `T` at the symmetric address `addr` (in the heap, or
+    /// in the static data init made symmetric) on PE `pe`, returning the element's previous
+    /// value: the C ABI's atomics, which name their target by address, with the address and
+    /// the PE checked once. An operation OpenSHMEM does not define on `T` (an add on a
+    /// floating-point type) is refused. The typed methods of [`SymElem`] are the same
+    /// operations for a target held as a handle.
+    #[inline(always)]
+    pub fn atomic_at<T: AmoType>(&self, addr: *const T, op: AmoOp, pe: Pe) -> Result<T> {
+        let (pe, off) = self.amo_target(addr, op, pe)?;
+        // SAFETY: the PE and the aligned in-bounds word were checked above.
+        let old = unsafe {
+            self.inst
+                .fabric()
+                .atomic(self.queue(), pe, off, T::WIDTH, op)
+        }?;
+        Ok(T::from_bits(old))
+    }
+
+    /// [`CtxRef::atomic_at`] whose previous value is not wanted: it may reach `pe` after it
+    /// returns, until the next fence or quiet of the context (as a blocking put).
+    #[inline(always)]
+    pub fn atomic_post_at<T: AmoType>(&self, addr: *const T, op: AmoOp, pe: Pe) -> Result<()> {
+        let (pe, off) = self.amo_target(addr, op, pe)?;
+        // SAFETY: the PE and the aligned in-bounds word were checked above.
+        unsafe {
+            self.inst
+                .fabric()
+                .atomic_post(self.queue(), pe, off, T::WIDTH, op)
+        }
+    }
+
+    /// The instance PE and the segment offset of an atomic's target, checked.
+    #[inline(always)]
+    fn amo_target<T: AmoType>(&self, addr: *const T, op: AmoOp, pe: Pe) -> Result<(Pe, usize)> {
+        if !T::allows(op) {
+            return Err(undefined_op::<T>(op));
+        }
+        self.inst
+            .require(|c| c.host_atomics, "remote atomics issued by the host")?;
+        let pe = self.target(pe)?;
+        let w = T::WIDTH.bytes();
+        let off = self
+            .inst
+            .offset_of(addr.cast(), w)
+            .ok_or_else(|| crate::sym::not_symmetric(addr.cast(), w))?;
+        if !off.is_multiple_of(w) {
+            return Err(misaligned(off, w));
+        }
+        Ok((pe, off))
+    }
+}
+
+#[cold]
+fn undefined_op<T>(op: AmoOp) -> Error {
+    Error::InvalidParam(format!(
+        "OpenSHMEM defines no atomic {op:?} on {}",
+        std::any::type_name::<T>()
+    ))
 }
 
 const _: () = assert!(
@@ -74,14 +152,14 @@ const _: () = assert!(
 impl<T> SymElem<'_, T> {
     /// Checks that the element is an aligned word of `width` inside the heap of its context's
     /// instance.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check_word(&self, width: Width) -> Result<()> {
         self.check_word_in(self.ctx.inst, width)
     }
 
     /// Checks that the element is an aligned word of `width` that may be accessed through
     /// `inst` (the element's own instance, and inside its heap).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check_word_in(&self, inst: &Instance, width: Width) -> Result<()> {
         let w = width.bytes();
         if !self.offset.is_multiple_of(w) {

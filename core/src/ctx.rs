@@ -124,7 +124,7 @@ impl<'a> CtxRef<'a> {
 
     /// Checks the context may be used here and now, and translates `pe` (in the context's
     /// team numbering) to the instance's.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn target(&self, pe: Pe) -> Result<Pe> {
         // The common case, the default context of a live instance, with nothing to build.
         if self.ctx.is_none() && pe < self.inst.inner.n_pes && self.inst.is_initialized() {

@@ -31,6 +31,8 @@ pub(crate) struct Inner {
     pub(crate) attrs: Attributes,
     pub(crate) boot: Arc<dyn Bootstrap>,
     pub(crate) heap: Heap,
+    /// This PE's segment base (`heap_base`), constant for the instance's life.
+    pub(crate) heap_base: usize,
     /// The program's static data, when init made it symmetric.
     pub(crate) statics: Option<Window>,
     pub(crate) teams: Teams,
@@ -169,7 +171,7 @@ impl Instance {
             .and_then(|h| h.checked_add(MAX_TEAMS * SCRATCH_PER_TEAM))
             .ok_or_else(|| Error::InvalidValue("the heap does not fit in memory".into()))?;
         // Then the program's static data, at the next page.
-        let statics_at = size.next_multiple_of(rustix::param::page_size());
+        let statics_at = size.next_multiple_of(shmem_sim::page_size());
         let size = match statics {
             Some(r) => statics_at
                 .checked_add(r.len)
@@ -223,6 +225,7 @@ impl Instance {
             my_pe,
             n_pes,
             attrs: attrs.clone(),
+            heap_base: fabric.segment_base(my_pe) as usize,
             heap,
             statics,
             teams,
@@ -391,8 +394,9 @@ impl Instance {
     /// The symmetric address of the start of this PE's heap (`aclshmemx_get_heap_base`): on
     /// the simulator it is also where the host can load and store the heap; on Ascend it is a
     /// device address.
+    #[inline]
     pub fn heap_base(&self) -> *mut u8 {
-        self.inner.fabric.segment_base(self.inner.my_pe) as usize as *mut u8
+        self.inner.heap_base as *mut u8
     }
 
     /// The bytes of symmetric heap per PE (`local_mem_size` + 6 MiB).
@@ -404,7 +408,7 @@ impl Instance {
     /// The segment offset of the symmetric address `addr`, if `len` bytes from it lie in the
     /// heap (where the offset is the heap offset) or in the static data init made symmetric
     /// ([`Instance::init_with_static_data`]).
-    #[inline]
+    #[inline(always)]
     pub fn offset_of(&self, addr: *const u8, len: usize) -> Option<usize> {
         let heap = (addr as usize)
             .checked_sub(self.heap_base() as usize)

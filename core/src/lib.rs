@@ -65,7 +65,7 @@ pub use instance::{IdState, Instance, ThreadLevel};
 pub use lock::LockGuard;
 pub use rma::{DeviceRange, NbiScope};
 pub use settings::ApiProfile;
-pub use shmem_backend::{Capabilities, Cmp, Pe, Scalar, SignalOp, TransportError};
+pub use shmem_backend::{AmoOp, Capabilities, Cmp, Pe, Scalar, SignalOp, TransportError};
 /// Open MPI, loaded at run time: the [`shmem_mpi`] crate (what the MPI bootstrap uses).
 pub use shmem_mpi as mpi;
 pub use signal::SignalWord;

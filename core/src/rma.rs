@@ -382,6 +382,45 @@ impl<'env> NbiScope<'env> {
     }
 }
 
+impl CtxRef<'_> {
+    /// Copies `src` to the symmetric address `dest` (in the heap, or in the static data init
+    /// made symmetric) on PE `pe`: the C ABI's blocking put, which names symmetric memory by
+    /// address, with the address and the PE checked once.
+    #[inline]
+    pub fn put_to(&self, dest: *const u8, src: &[u8], pe: Pe) -> Result<()> {
+        let pe = self.target(pe)?;
+        let off = self
+            .inst
+            .offset_of(dest, src.len())
+            .ok_or_else(|| crate::sym::not_symmetric(dest, src.len()))?;
+        // SAFETY: the PE and the remote range were checked above; the source is borrowed for
+        // the blocking call.
+        unsafe {
+            self.inst
+                .fabric()
+                .put(self.queue(), pe, off, Local::Host(src))
+        }
+    }
+
+    /// Copies the bytes at the symmetric address `src` on PE `pe` into `dst`: the C ABI's
+    /// blocking get (see [`CtxRef::put_to`]).
+    #[inline]
+    pub fn get_from(&self, src: *const u8, dst: &mut [u8], pe: Pe) -> Result<()> {
+        let pe = self.target(pe)?;
+        let off = self
+            .inst
+            .offset_of(src, dst.len())
+            .ok_or_else(|| crate::sym::not_symmetric(src, dst.len()))?;
+        // SAFETY: the PE and the remote range were checked above; the destination is borrowed
+        // for the blocking call.
+        unsafe {
+            self.inst
+                .fabric()
+                .get(self.queue(), pe, off, LocalMut::Host(dst))
+        }
+    }
+}
+
 impl<T: Pod> SymSlice<'_, T> {
     /// Copies `src` into PE `pe`'s copy of this view (`aclshmem_<T>_put`); `src` must have the
     /// view's length.

@@ -522,6 +522,74 @@ impl Instance {
     }
 }
 
+impl<'a> CtxRef<'a> {
+    /// The `len` elements of `T` at the symmetric address `addr` (in the heap, or in the static
+    /// data init made symmetric) of this context's instance, as a view on this context: how the
+    /// C ABI, which names symmetric memory by address, reaches it, with one check.
+    ///
+    /// ```no_run
+    /// # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
+    /// let buf = inst.calloc::<u64>(4)?;
+    /// let same = inst.default_ctx().view_at(buf.as_ptr().cast_const(), 4)?;
+    /// assert_eq!(same.offset(), buf.offset());
+    /// # Ok(()) }
+    /// ```
+    #[inline]
+    pub fn view_at<T: Pod>(self, addr: *const T, len: usize) -> Result<SymSlice<'a, T>> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::InvalidValue("view length overflows".into()))?;
+        let offset = self
+            .inst
+            .offset_of(addr.cast(), bytes)
+            .ok_or_else(|| not_symmetric(addr.cast(), bytes))?;
+        if !offset.is_multiple_of(std::mem::align_of::<T>()) {
+            return Err(Error::Misaligned(format!(
+                "{addr:p} is not aligned for {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        Ok(SymSlice {
+            home: self.inst,
+            ctx: self,
+            offset,
+            len,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<'a> CtxRef<'a> {
+    /// The element of `T` at the symmetric address `addr`, on this context (the target of a
+    /// C atomic, wait or signal): [`CtxRef::view_at`] of one element.
+    #[inline(always)]
+    pub fn elem_at<T: Pod>(self, addr: *const T) -> Result<SymElem<'a, T>> {
+        let offset = self
+            .inst
+            .offset_of(addr.cast(), std::mem::size_of::<T>())
+            .ok_or_else(|| not_symmetric(addr.cast(), std::mem::size_of::<T>()))?;
+        if !offset.is_multiple_of(std::mem::align_of::<T>()) {
+            return Err(Error::Misaligned(format!(
+                "{addr:p} is not aligned for {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        Ok(SymElem {
+            home: self.inst,
+            ctx: self,
+            offset,
+            _t: PhantomData,
+        })
+    }
+}
+
+#[cold]
+pub(crate) fn not_symmetric(addr: *const u8, len: usize) -> Error {
+    Error::InvalidParam(format!(
+        "{len} bytes at {addr:p} do not lie in symmetric memory (the symmetric heap or static data)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::resolve;

@@ -26,6 +26,7 @@ mod transport;
 mod wait;
 
 pub use access::ordering;
+pub use segment::page_size;
 pub use settings::{SettingError, SimSettings, WaitPolicy, strict_seed};
 pub use stream::Stream;
 pub use transport::{SimQueue, SimTransport};

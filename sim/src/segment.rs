@@ -187,6 +187,14 @@ impl Drop for Segments {
     }
 }
 
+/// The system's page size. (From `sysconf`, not the auxiliary vector, which tools such as
+/// valgrind present in a form some parsers reject.)
+pub fn page_size() -> usize {
+    // SAFETY: `sysconf` reads a system constant; it has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).ok().filter(|&p| p > 0).unwrap_or(4096)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

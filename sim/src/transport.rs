@@ -74,6 +74,8 @@ unsafe impl Sync for SimTransport {}
 struct Shared {
     /// Owns the reservation and the mappings that `SimTransport::base` points into.
     _mappings: Segments,
+    /// This PE's memory object (its segment).
+    object: std::os::fd::OwnedFd,
     profile: Profile,
     phases: WaitPhases,
     settings: SimSettings,
@@ -254,8 +256,8 @@ impl SimTransport {
             // Nobody starts using the segments before everyone has mapped them all.
             exchange.barrier()?;
         }
-        // The mappings keep the objects alive; no descriptor stays open.
-        drop(object);
+        // The mappings keep the peers' objects alive; this PE's own descriptor stays open, to
+        // map parts of the segment elsewhere (`alias_local`).
         let phases = settings
             .wait_policy
             .phases(local_pes(spec.n_pes), usable_cpus());
@@ -277,6 +279,7 @@ impl SimTransport {
             n_pes: spec.n_pes,
             shared: Arc::new(Shared {
                 _mappings: segments,
+                object: object.fd,
                 profile: Profile {
                     name: "sim",
                     limits: Limits::CANN,
@@ -625,7 +628,7 @@ impl Transport for SimTransport {
         at: NonNull<u8>,
         len: usize,
     ) -> Result<(), TransportError> {
-        let page = rustix::param::page_size();
+        let page = crate::page_size();
         if offset.checked_add(len).is_none_or(|end| end > self.heap) {
             return Err(TransportError::OutOfBounds {
                 pe: self.my_pe,
@@ -648,16 +651,16 @@ impl Transport for SimTransport {
         // segment bytes lie inside this PE's mapped segment (checked above) and no PE accesses
         // them yet.
         unsafe { std::ptr::copy_nonoverlapping(at.as_ptr(), seg, len) };
-        // SAFETY: `seg` is page-aligned inside a shared mapping of the segment, so an `old_size`
-        // of 0 makes a second mapping of the same pages (mremap(2)); it replaces `at..at + len`,
-        // which the caller says holds no Rust object, and leaves `seg` mapped.
+        // SAFETY: maps bytes `offset..offset + len` of this PE's memory object (page-aligned,
+        // inside the object) over `at..at + len`, which the caller says holds no Rust object.
         unsafe {
-            rustix::mm::mremap_fixed(
-                seg.cast(),
-                0,
-                len,
-                rustix::mm::MremapFlags::MAYMOVE,
+            rustix::mm::mmap(
                 at.as_ptr().cast(),
+                len,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::SHARED | rustix::mm::MapFlags::FIXED,
+                &self.shared.object,
+                offset as u64,
             )
         }
         .map_err(|e| TransportError::os("mapping the segment over static data", e))?;

@@ -1,6 +1,6 @@
 //! `amo::` — remote atomics.
 
-use shmem::{AmoStandard, Code, CtxOptions, Instance};
+use shmem::{AmoOp, AmoStandard, Code, CtxOptions, Instance};
 
 use crate::cases::on_both_instances;
 use crate::{Case, Ctx, Failure, Outcome, check, check_code, check_eq};
@@ -22,6 +22,9 @@ pub(crate) fn cases() -> Vec<Case> {
         }),
         Case::new("amo::bad_input_is_refused", |c| {
             on_both_instances(c, bad_input)
+        }),
+        Case::new("amo::one_operation_enum_by_address", |c| {
+            on_both_instances(c, by_address)
         }),
         Case::new("amo::cann_profile_refuses_atomics", cann_profile)
             .pes(&[1, 2])
@@ -269,5 +272,56 @@ fn cann_profile(ctx: &Ctx) -> Outcome {
     inst.barrier_all()?;
     w.free()?;
     inst.finalize()?;
+    Ok(())
+}
+
+/// `CtxRef::atomic_at` and `atomic_post_at` (the C ABI's atomics: one `AmoOp`, the target by
+/// symmetric address): every PE adds to PE 0's counter, swaps and compare-swaps; an operation
+/// OpenSHMEM does not define on the type, a misaligned or non-symmetric address, is refused.
+fn by_address(inst: &Instance) -> Outcome {
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let c = inst.default_ctx();
+    let buf = inst.calloc::<u64>(2)?;
+    let counter = buf.as_ptr().cast_const();
+    inst.barrier_all()?;
+    let before = c.atomic_at(counter, AmoOp::Add(u64::from(me) + 1), 0)?;
+    check!(before <= u64::from(n) * u64::from(n + 1) / 2);
+    c.atomic_post_at(counter.wrapping_add(1), AmoOp::Or(1 << me), 0)?;
+    c.quiet()?;
+    inst.barrier_all()?;
+    check_eq!(
+        c.atomic_at(counter, AmoOp::Fetch, 0)?,
+        u64::from(n) * u64::from(n + 1) / 2
+    );
+    check_eq!(
+        c.atomic_at(counter.wrapping_add(1), AmoOp::Fetch, 0)?,
+        (1u64 << n) - 1
+    );
+    inst.barrier_all()?;
+    let f = inst.calloc::<f64>(1)?;
+    check_code!(
+        c.atomic_at(f.as_ptr().cast_const(), AmoOp::Add(1.5f64.to_bits()), me),
+        Code::InvalidParam
+    );
+    check_eq!(
+        c.atomic_at(f.as_ptr().cast_const(), AmoOp::Swap(2.25f64.to_bits()), me)?,
+        0.0
+    );
+    check_code!(
+        c.atomic_at(
+            counter.cast::<u8>().wrapping_add(1).cast::<u64>(),
+            AmoOp::Fetch,
+            me
+        ),
+        Code::InvalidParam
+    );
+    let local = 0u64;
+    check_code!(
+        c.atomic_at(&raw const local, AmoOp::Fetch, me),
+        Code::InvalidParam
+    );
+    inst.barrier_all()?;
+    f.free()?;
+    buf.free()?;
     Ok(())
 }

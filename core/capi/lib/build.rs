@@ -212,6 +212,33 @@ fn rma_routines(out: &mut Vec<Routine>) {
     }
 }
 
+/// The `AmoOp` of a typed atomic's Rust call (`atomic_fetch_add(value, pe)`): the one
+/// operation enum every generated atomic passes to `crate::amo::run`.
+fn amo_op(call: &str) -> String {
+    let (method, args) = call.split_once('(').expect("a call");
+    let args: Vec<&str> = args.trim_end_matches(')').split(", ").collect();
+    let bits = |a: &str| format!("shmem_core::Scalar::to_bits({a})");
+    let op = method
+        .trim_start_matches("atomic_")
+        .trim_start_matches("fetch_");
+    match (op, args.as_slice()) {
+        ("fetch", _) => "shmem_core::AmoOp::Fetch".into(),
+        ("set", [v, _]) => format!("shmem_core::AmoOp::Set({})", bits(v)),
+        ("swap", [v, _]) => format!("shmem_core::AmoOp::Swap({})", bits(v)),
+        ("compare_swap", [c, v, _]) => format!(
+            "shmem_core::AmoOp::CompareSwap {{ cond: {}, value: {} }}",
+            bits(c),
+            bits(v)
+        ),
+        ("inc", _) => "shmem_core::AmoOp::Add(1)".into(),
+        ("add", [v, _]) => format!("shmem_core::AmoOp::Add({})", bits(v)),
+        ("and", [v, _]) => format!("shmem_core::AmoOp::And({})", bits(v)),
+        ("or", [v, _]) => format!("shmem_core::AmoOp::Or({})", bits(v)),
+        ("xor", [v, _]) => format!("shmem_core::AmoOp::Xor({})", bits(v)),
+        _ => panic!("no AmoOp for {call}"),
+    }
+}
+
 fn amo_routines(out: &mut Vec<Routine>) {
     for (name, c, r) in AMO_TYPES {
         let standard = !matches!(*name, "float" | "double");
@@ -222,7 +249,7 @@ fn amo_routines(out: &mut Vec<Routine>) {
         let fetch = || p(format!("{c} *fetch"), format!("fetch: *mut {r}"));
         let run = |call: &str, fetching: bool| {
             let f = if fetching { "run" } else { "run_void" };
-            format!("crate::amo::{f}(name, ctx, dest, pe, |e, pe| e.{call})")
+            format!("crate::amo::{f}(name, ctx, dest, pe, {})", amo_op(call))
         };
         let mut ops: Vec<(&str, bool, Vec<&str>, String)> = vec![
             ("fetch", true, vec![], "atomic_fetch(pe)".into()),
@@ -739,7 +766,10 @@ fn deprecated_routines(out: &mut Vec<Routine>) {
                 c_ret,
                 r_ret,
                 &params,
-                &format!("{pre}crate::amo::{f}(name, ctx, dest, pe, |e, pe| e.{call})"),
+                &format!(
+                    "{pre}crate::amo::{f}(name, ctx, dest, pe, {})",
+                    amo_op(call)
+                ),
             );
         }
     }

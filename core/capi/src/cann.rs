@@ -230,7 +230,7 @@ pub fn instance_ctx_get() -> u64 {
 /// The active instance, if it is initialised.
 pub fn active() -> Result<Instance> {
     let id = instance_ctx_get();
-    Instance::by_id(id).ok_or(Error::NotInitialized { instance_id: id })
+    Instance::by_id(id).ok_or_else(|| Error::NotInitialized { instance_id: id })
 }
 
 /// The init status of the active instance (`aclshmemx_init_status`).

@@ -1,63 +1,62 @@
-//! Atomics from C: every typed atomic (generated from the AMO type tables) runs [`run`] on the
-//! element at the symmetric address it names, through the Rust core's typed atomics.
+//! Atomics from C: every typed atomic (generated from the AMO type tables) is one
+//! [`AmoOp`] on the element at the symmetric address it names, run by [`run`] or
+//! [`run_void`] through the Rust core's [`shmem_core::CtxRef::atomic_at`].
 
 use std::ffi::c_int;
 
-use shmem_core::{AmoType, Result, SymElem};
+use shmem_core::{AmoOp, AmoType, Result};
 
-use crate::boundary::call;
+use crate::boundary::{enter, finish};
 use crate::ctx::{ctx_ref, shmem_ctx_t};
-use crate::world::{offset, pe};
+use crate::world::pe;
 
-/// Runs `op` on the element of type `T` at symmetric address `dest` on `pe`, in `ctx`; on a
-/// failure (logged) the result is `fallback`.
-fn with_elem<T: AmoType, R>(
-    name: &str,
-    ctx: shmem_ctx_t,
-    dest: *mut T,
-    pe_: c_int,
-    fallback: R,
-    op: impl FnOnce(SymElem<'_, T>, u32) -> Result<R>,
-) -> R {
-    call(name, fallback, || {
-        let c = ctx_ref(ctx)?;
-        let w = c.instance();
-        let off = offset(w, dest.cast(), size_of::<T>())?;
-        let elem = w.view::<T>(off, 1)?.in_ctx(c).elem(0);
-        op(elem, pe(pe_)?)
-    })
-}
-
-/// A fetching atomic: its result, or `T`'s zero on a failure (logged).
+/// A fetching atomic: `op` on the element of type `T` at symmetric address `dest` on `pe`, in
+/// `ctx`; its previous value, or `T`'s zero on a failure (logged).
 ///
 /// # Safety
 ///
 /// None beyond the C contract: `dest` is only translated to a heap offset, never dereferenced.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn run<T: AmoType + Default>(
     name: &str,
     ctx: shmem_ctx_t,
     dest: *mut T,
     pe_: c_int,
-    op: impl FnOnce(SymElem<'_, T>, u32) -> Result<T>,
+    op: AmoOp,
 ) -> T {
-    with_elem(name, ctx, dest, pe_, T::default(), op)
+    enter();
+    finish(name, T::default(), atomic(ctx, dest, pe_, op))
 }
 
-/// An atomic that returns nothing.
+/// The body of [`run`], a function rather than a closure so that it is always inlined.
+#[inline(always)]
+fn atomic<T: AmoType>(ctx: shmem_ctx_t, dest: *mut T, pe_: c_int, op: AmoOp) -> Result<T> {
+    let (c, pe) = (ctx_ref(ctx)?, pe(pe_)?);
+    c.atomic_at(dest.cast_const(), op, pe)
+}
+
+/// The body of [`run_void`].
+#[inline(always)]
+fn atomic_post<T: AmoType>(ctx: shmem_ctx_t, dest: *mut T, pe_: c_int, op: AmoOp) -> Result<()> {
+    let (c, pe) = (ctx_ref(ctx)?, pe(pe_)?);
+    c.atomic_post_at(dest.cast_const(), op, pe)
+}
+
+/// An atomic that returns nothing (it may complete after it returns, until the next quiet).
 ///
 /// # Safety
 ///
 /// As for [`run`].
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn run_void<T: AmoType>(
     name: &str,
     ctx: shmem_ctx_t,
     dest: *mut T,
     pe_: c_int,
-    op: impl FnOnce(SymElem<'_, T>, u32) -> Result<()>,
+    op: AmoOp,
 ) {
-    with_elem(name, ctx, dest, pe_, (), op)
+    enter();
+    finish(name, (), atomic_post(ctx, dest, pe_, op));
 }
 
 /// A non-blocking fetching atomic: performed at once (a completion before the next quiet is

@@ -44,11 +44,17 @@ pub(crate) fn default() -> shmem_ctx_t {
 }
 
 /// The context a handle names.
-#[inline]
+#[inline(always)]
 pub(crate) fn ctx_ref(ctx: shmem_ctx_t) -> Result<CtxRef<'static>> {
     if ctx == default() {
         return Ok(world()?.default_ctx());
     }
+    created(ctx)
+}
+
+/// The context a handle other than `SHMEM_CTX_DEFAULT` names, if it is live.
+#[inline(never)]
+fn created(ctx: shmem_ctx_t) -> Result<CtxRef<'static>> {
     if ctx.is_null() || !live().as_ref().is_some_and(|l| l.contains(&(ctx as usize))) {
         return Err(Error::InvalidParam(format!(
             "{ctx:p} is not a live context (SHMEM_CTX_INVALID, destroyed, or never created)"

@@ -7,7 +7,7 @@ use std::ffi::{c_int, c_void};
 use shmem_capi::raw;
 use shmem_core::{Error, Result};
 
-use crate::boundary::call;
+use crate::boundary::{call, enter, finish};
 use crate::ctx::{ctx_ref, shmem_ctx_t};
 use crate::world::{offset, pe, view};
 
@@ -36,23 +36,41 @@ pub(crate) unsafe fn put(
     pe_: c_int,
     nbi: bool,
 ) {
-    call(name, (), || {
-        let len = bytes(nelems, size)?;
-        if len == 0 {
-            return Ok(());
-        }
-        let c = ctx_ref(ctx)?;
-        let w = c.instance();
-        let (dst, pe) = (offset(w, dest, len)?, pe(pe_)?);
-        if nbi {
-            // SAFETY: the C contract keeps `source` valid until the next quiet.
-            unsafe { raw::putmem_nbi(c, dst, source.cast(), len, pe) }
-        } else {
-            // SAFETY: readable for `len` bytes per the C contract.
-            let src = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), len) };
-            raw::putmem(c, dst, src, pe)
-        }
-    });
+    enter();
+    // SAFETY: forwarded.
+    let r = unsafe { put_body(ctx, dest, source, nelems, size, pe_, nbi) };
+    finish(name, (), r);
+}
+
+/// The body of [`put`], a function rather than a closure so that it is always inlined.
+///
+/// # Safety
+///
+/// As for [`put`].
+#[inline(always)]
+unsafe fn put_body(
+    ctx: shmem_ctx_t,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    size: usize,
+    pe_: c_int,
+    nbi: bool,
+) -> Result<()> {
+    let len = bytes(nelems, size)?;
+    if len == 0 {
+        return Ok(());
+    }
+    let (c, pe) = (ctx_ref(ctx)?, pe(pe_)?);
+    if nbi {
+        let dst = c.view_at(dest.cast::<u8>(), len)?.offset();
+        // SAFETY: the C contract keeps `source` valid until the next quiet.
+        unsafe { raw::putmem_nbi(c, dst, source.cast(), len, pe) }
+    } else {
+        // SAFETY: readable for `len` bytes per the C contract.
+        let src = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), len) };
+        c.put_to(dest.cast(), src, pe)
+    }
 }
 
 /// A get of `nelems` elements of `size` bytes from symmetric `source` on `pe` into `dest`.
@@ -72,23 +90,41 @@ pub(crate) unsafe fn get(
     pe_: c_int,
     nbi: bool,
 ) {
-    call(name, (), || {
-        let len = bytes(nelems, size)?;
-        if len == 0 {
-            return Ok(());
-        }
-        let c = ctx_ref(ctx)?;
-        let w = c.instance();
-        let (src, pe) = (offset(w, source, len)?, pe(pe_)?);
-        if nbi {
-            // SAFETY: the C contract keeps `dest` valid and untouched until the next quiet.
-            unsafe { raw::getmem_nbi(c, src, dest.cast(), len, pe) }
-        } else {
-            // SAFETY: writable for `len` bytes per the C contract.
-            let dst = unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>(), len) };
-            raw::getmem(c, src, dst, pe)
-        }
-    });
+    enter();
+    // SAFETY: forwarded.
+    let r = unsafe { get_body(ctx, dest, source, nelems, size, pe_, nbi) };
+    finish(name, (), r);
+}
+
+/// The body of [`get`], a function rather than a closure so that it is always inlined.
+///
+/// # Safety
+///
+/// As for [`get`].
+#[inline(always)]
+unsafe fn get_body(
+    ctx: shmem_ctx_t,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    size: usize,
+    pe_: c_int,
+    nbi: bool,
+) -> Result<()> {
+    let len = bytes(nelems, size)?;
+    if len == 0 {
+        return Ok(());
+    }
+    let (c, pe) = (ctx_ref(ctx)?, pe(pe_)?);
+    if nbi {
+        let src = c.view_at(source.cast::<u8>(), len)?.offset();
+        // SAFETY: the C contract keeps `dest` valid and untouched until the next quiet.
+        unsafe { raw::getmem_nbi(c, src, dest.cast(), len, pe) }
+    } else {
+        // SAFETY: writable for `len` bytes per the C contract.
+        let dst = unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>(), len) };
+        c.get_from(source.cast(), dst, pe)
+    }
 }
 
 /// Runs `$body` with `$t` the unsigned type of `$size` bytes (`[u8; 16]` for 16).

@@ -37,9 +37,8 @@ fn init_world(requested: ThreadLevel) -> shmem_core::Result<ThreadLevel> {
 /// `shmem_init`: a failure to start is unrecoverable.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_init() {
-    if let Err(e) = std::panic::catch_unwind(|| init_world(ThreadLevel::Single))
-        .unwrap_or_else(|_| Err(Error::InvalidParam("an internal error (a panic)".into())))
-    {
+    crate::boundary::hook_panics();
+    if let Err(e) = init_world(ThreadLevel::Single) {
         fatal("shmem_init", &e.to_string(), 1);
     }
 }

@@ -152,7 +152,7 @@ pub(crate) fn range() -> Option<StaticRange> {
     if !(linked_statically(&exe) || needs_this_library(&exe)) {
         return None;
     }
-    let page = rustix::param::page_size();
+    let page = shmem_sim::page_size();
     let (start, end) = exe.writable?;
     let lo = match exe.relro_end {
         Some(r) if r > start && r <= end => r & !(page - 1),
@@ -187,33 +187,32 @@ extern "C" fn private_in_child() {
     if len == 0 {
         return;
     }
+    use rustix::mm::{MapFlags, ProtFlags};
+    let rw = ProtFlags::READ | ProtFlags::WRITE;
     // SAFETY: a new private anonymous mapping never aliases existing memory.
-    let copy = unsafe {
-        rustix::mm::mmap_anonymous(
-            std::ptr::null_mut(),
-            len,
-            rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
-            rustix::mm::MapFlags::PRIVATE,
-        )
-    };
-    let Ok(copy) = copy else {
+    let Ok(copy) =
+        (unsafe { rustix::mm::mmap_anonymous(std::ptr::null_mut(), len, rw, MapFlags::PRIVATE) })
+    else {
         return not_private();
     };
     // SAFETY: `at..at + len` is the shared range, mapped in the child as in the parent, and
-    // `copy` is a fresh mapping of `len` bytes; only this thread runs in the child. The move
-    // replaces the shared pages with the private ones in one system call.
-    let moved = unsafe {
+    // `copy` a fresh mapping of `len` bytes; only this thread runs in the child. The range is
+    // saved, replaced with private memory, and filled again from the copy.
+    unsafe {
         std::ptr::copy_nonoverlapping(at as *const u8, copy.cast::<u8>(), len);
-        rustix::mm::mremap_fixed(
-            copy,
-            len,
-            len,
-            rustix::mm::MremapFlags::MAYMOVE,
+        let private = rustix::mm::mmap_anonymous(
             at as *mut c_void,
-        )
-    };
-    if moved.is_err() {
-        not_private();
+            len,
+            rw,
+            MapFlags::PRIVATE | MapFlags::FIXED,
+        );
+        if private.is_ok() {
+            std::ptr::copy_nonoverlapping(copy.cast::<u8>(), at as *mut u8, len);
+        }
+        let _ = rustix::mm::munmap(copy, len);
+        if private.is_err() {
+            not_private();
+        }
     }
 }
 

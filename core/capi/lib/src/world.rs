@@ -22,7 +22,12 @@ pub(crate) fn world() -> Result<&'static Instance> {
     let p = WORLD.load(Ordering::Acquire);
     // SAFETY: a non-null pointer here came from `Box::leak` in `open` and is never freed;
     // the acquire load pairs with the release store that published the initialised instance.
-    unsafe { p.as_ref() }.ok_or(Error::NotInitialized { instance_id: 0 })
+    unsafe { p.as_ref() }.ok_or_else(not_initialized)
+}
+
+#[cold]
+fn not_initialized() -> Error {
+    Error::NotInitialized { instance_id: 0 }
 }
 
 /// One `shmem_init`: the first (or the first after the last `shmem_finalize`) creates the
@@ -67,15 +72,13 @@ pub(crate) fn offset(inst: &Instance, addr: *const c_void, len: usize) -> Result
 
 /// The `n` elements of `T` at symmetric address `p` of `inst`, as a view (on the default
 /// context; `SymSlice::in_ctx` moves it to another).
+#[inline]
 pub(crate) fn view<T: bytemuck::Pod>(
     inst: &Instance,
     p: *const T,
     n: usize,
 ) -> Result<shmem_core::SymSlice<'_, T>> {
-    let bytes = n
-        .checked_mul(size_of::<T>())
-        .ok_or_else(|| Error::InvalidParam(format!("{n} elements overflow")))?;
-    inst.view::<T>(offset(inst, p.cast(), bytes)?, n)
+    inst.default_ctx().view_at(p, n)
 }
 
 #[cold]
