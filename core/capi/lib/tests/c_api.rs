@@ -2,54 +2,16 @@
 //! conformance programs of `conformance/c/`, compiled with `oshcc`/`oshCC` and run with
 //! `oshrun` on 1, 2 and 4 PEs.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
+
+use common::{build, exported, oshrun, repo, run, target_dir, temp_dir, text};
 
 const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/shmem.h"));
 const COMMITTED: &str = include_str!("../../include/shmem.h");
 const EXTENSIONS: &str = include_str!("../../include/shmemx.h");
-
-/// `target/<profile>`, where `libshmem.so` and the tools are, once `libshmem.so` is built.
-///
-/// `cargo test` builds the package's binaries (`oshcc`, `oshrun`) for these tests, but not its
-/// `cdylib`, which no target links; so the tests build it themselves, once, with the same cargo
-/// and profile (cargo does not hold the build directory while tests run). This keeps the
-/// library the C programs link always the one of this source tree, never a stale one.
-fn target_dir() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("the test knows its path");
-            let dir = exe
-                .parent()
-                .and_then(Path::parent)
-                .expect("tests run from target/<profile>/deps")
-                .to_path_buf();
-            let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
-            let profile = if profile == "debug" { "dev" } else { profile };
-            let out = Command::new(env!("CARGO"))
-                .args(["build", "-p", "shmem-c", "--lib", "--profile", profile])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .output()
-                .expect("cargo runs");
-            assert!(
-                out.status.success(),
-                "building libshmem.so failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(
-                dir.join("libshmem.so").is_file(),
-                "no libshmem.so in {}",
-                dir.display()
-            );
-            dir
-        })
-        .clone()
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..")
-}
 
 #[test]
 fn the_committed_header_is_the_generated_one() {
@@ -76,26 +38,6 @@ fn shmem_vendor() -> &'static str {
         env!("CARGO_PKG_VERSION"),
         " (CANN SHMEM semantics, OpenSHMEM 1.6)"
     )
-}
-
-/// The symbols `libshmem.so` defines (`nm -D --defined-only`).
-fn exported() -> std::collections::HashSet<String> {
-    let lib = target_dir().join("libshmem.so");
-    let out = Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(&lib)
-        .output()
-        .expect("nm runs");
-    assert!(
-        out.status.success(),
-        "nm {}: {}",
-        lib.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2).map(String::from))
-        .collect()
 }
 
 #[test]
@@ -153,69 +95,6 @@ fn every_symbol_of_openshmem_1_5_its_deprecated_ones_and_1_6_is_exported() {
             missing.len()
         );
     }
-}
-
-/// Compiles `source` with `tool` and `flags` into a temporary file, returning its path.
-fn build(tool: &str, source: &str, flags: &[&str], dir: &Path) -> PathBuf {
-    target_dir();
-    let exe = dir.join(format!(
-        "{}-{}",
-        Path::new(source).file_stem().unwrap().to_string_lossy(),
-        flags.join("").replace(['-', '='], "")
-    ));
-    let out = Command::new(tool)
-        .args(flags)
-        .args(["-Wall", "-Wextra", "-Werror", "-O1", "-o"])
-        .arg(&exe)
-        .arg(repo().join(source))
-        .output()
-        .expect("the compiler wrapper runs");
-    assert!(
-        out.status.success(),
-        "{tool} {flags:?} {source} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
-/// Runs `exe` on `n` PEs with `oshrun` (bounded by a timeout), with `vars` set.
-fn oshrun(exe: &Path, n: u32, vars: &[(&str, &str)]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_oshrun"))
-        .args(["-n", &n.to_string(), "--timeout", "120", "--"])
-        .arg(exe)
-        .env("SHMEM_TIMEOUT", "60")
-        .envs(vars.iter().copied())
-        .output()
-        .expect("oshrun runs")
-}
-
-/// Standard output and standard error, one after the other.
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// Runs `exe` on `n` PEs with `oshrun`, requires success and returns its output.
-fn run(exe: &Path, n: u32) -> String {
-    let out = oshrun(exe, n, &[]);
-    let text = text(&out);
-    assert!(
-        out.status.success(),
-        "{} on {n} PEs failed:\n{text}",
-        exe.display()
-    );
-    text
-}
-
-/// A directory of this test's own (tests run in parallel).
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("shmem-c-tests-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    dir
 }
 
 #[test]

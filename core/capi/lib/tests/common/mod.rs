@@ -1,0 +1,143 @@
+//! What the C ABI's integration tests share: building `libshmem.so`, its exported symbols, and
+//! compiling and running C programs with `oshcc` and `oshrun`.
+// Each test crate compiles this module and uses only part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `target/<profile>`, where `libshmem.so` and the tools are, once `libshmem.so` is built.
+///
+/// `cargo test` builds the package's binaries (`oshcc`, `oshrun`) for these tests, but not its
+/// `cdylib`, which no target links; so the tests build it themselves, once, with the same cargo
+/// and profile (cargo does not hold the build directory while tests run). This keeps the
+/// library the C programs link always the one of this source tree, never a stale one.
+pub(crate) fn target_dir() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("the test knows its path");
+            let dir = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("tests run from target/<profile>/deps")
+                .to_path_buf();
+            let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+            let profile = if profile == "debug" { "dev" } else { profile };
+            let out = Command::new(env!("CARGO"))
+                .args(["build", "-p", "shmem-c", "--lib", "--profile", profile])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .expect("cargo runs");
+            assert!(
+                out.status.success(),
+                "building libshmem.so failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                dir.join("libshmem.so").is_file(),
+                "no libshmem.so in {}",
+                dir.display()
+            );
+            dir
+        })
+        .clone()
+}
+
+/// The repository's root.
+pub(crate) fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..")
+}
+
+/// The symbols `libshmem.so` defines (`nm -D --defined-only`), each with its `nm` type letter
+/// (`T` for a routine, `D` or `B` for data).
+pub(crate) fn exported_with_types() -> Vec<(String, char)> {
+    let lib = target_dir().join("libshmem.so");
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .expect("nm runs");
+    assert!(
+        out.status.success(),
+        "nm {}: {}",
+        lib.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let kind = f.nth(1)?.chars().next()?;
+            Some((f.next()?.to_string(), kind))
+        })
+        .collect()
+}
+
+/// The symbols `libshmem.so` defines.
+pub(crate) fn exported() -> std::collections::HashSet<String> {
+    exported_with_types().into_iter().map(|(s, _)| s).collect()
+}
+
+/// Compiles `source` with `tool` and `flags` into a temporary file, returning its path.
+pub(crate) fn build(tool: &str, source: &str, flags: &[&str], dir: &Path) -> PathBuf {
+    target_dir();
+    let exe = dir.join(format!(
+        "{}-{}",
+        Path::new(source).file_stem().unwrap().to_string_lossy(),
+        flags.join("").replace(['-', '='], "")
+    ));
+    let out = Command::new(tool)
+        .args(flags)
+        .args(["-Wall", "-Wextra", "-Werror", "-O1", "-o"])
+        .arg(&exe)
+        .arg(repo().join(source))
+        .output()
+        .expect("the compiler wrapper runs");
+    assert!(
+        out.status.success(),
+        "{tool} {flags:?} {source} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Runs `exe` on `n` PEs with `oshrun` (bounded by a timeout), with `vars` set.
+pub(crate) fn oshrun(exe: &Path, n: u32, vars: &[(&str, &str)]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_oshrun"))
+        .args(["-n", &n.to_string(), "--timeout", "120", "--"])
+        .arg(exe)
+        .env("SHMEM_TIMEOUT", "60")
+        .envs(vars.iter().copied())
+        .output()
+        .expect("oshrun runs")
+}
+
+/// Standard output and standard error, one after the other.
+pub(crate) fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs `exe` on `n` PEs with `oshrun`, requires success and returns its output.
+pub(crate) fn run(exe: &Path, n: u32) -> String {
+    let out = oshrun(exe, n, &[]);
+    let text = text(&out);
+    assert!(
+        out.status.success(),
+        "{} on {n} PEs failed:\n{text}",
+        exe.display()
+    );
+    text
+}
+
+/// A directory of this test's own (tests run in parallel).
+pub(crate) fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("shmem-c-tests-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
