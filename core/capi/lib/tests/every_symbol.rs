@@ -239,9 +239,13 @@ fn every_exported_symbol_is_called_and_does_what_it_should_on_2_pes() {
         used.called.extend(conditional.called.iter().cloned());
         used.named.extend(conditional.named.iter().cloned());
     } else {
+        let waiting = conditional
+            .called
+            .iter()
+            .filter(|n| is_api(n) && !used.called.contains(*n))
+            .count();
         eprintln!(
-            "every_symbol: the header does not declare the active-set collectives yet; {} calls wait for them",
-            conditional.called.iter().filter(|n| is_api(n)).count()
+            "every_symbol: the header does not declare the active-set collectives yet; {waiting} routines wait for them"
         );
     }
 
@@ -297,7 +301,8 @@ fn every_exported_symbol_is_called_and_does_what_it_should_on_2_pes() {
     let every = repo().join("conformance/c/every");
     let t1 = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_oshcc"))
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
+        // -O0: a quarter of -O1's time for these 20,000 lines.
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O0", "-I"])
         .arg(&every)
         .arg("-o")
         .arg(&exe)

