@@ -318,6 +318,8 @@ static void teams(void) {
     EXPECT(rc == 0 && back == both, "shmem_ctx_get_team", "a team's context: returned %d and another team", rc);
     rc = shmem_ctx_get_team(SHMEM_CTX_DEFAULT, &back);
     EXPECT(rc == 0 && back == SHMEM_TEAM_WORLD, "shmem_ctx_get_team", "the default context: returned %d, not the world team", rc);
+    rc = shmem_ctx_get_team(every_ctx, &back);
+    EXPECT(rc == 0 && back == SHMEM_TEAM_WORLD, "shmem_ctx_get_team", "a context of shmem_ctx_create: returned %d, not the world team", rc);
     x[0] = 0;
     shmem_barrier_all();
     if (tc != SHMEM_CTX_INVALID) {
