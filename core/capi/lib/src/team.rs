@@ -73,6 +73,29 @@ fn adopt(t: Option<Team>) -> shmem_team_t {
     }
 }
 
+/// The handle the program holds for team `t`: a predefined one, or the live handle of the
+/// split that made it.
+fn handle_of(t: &Team) -> Result<shmem_team_t> {
+    let w = world()?;
+    if t.index() == w.team_world().index() {
+        return Ok(SHMEM_TEAM_WORLD.0);
+    }
+    if t.index() == w.team_shared().index() {
+        return Ok(SHMEM_TEAM_SHARED.0);
+    }
+    live()
+        .as_ref()
+        .and_then(|l| {
+            l.iter().copied().find(|&h| {
+                // SAFETY: a live handle is a leaked `Box<Team>` until `shmem_team_destroy`,
+                // which removes it from the set this lock guards.
+                unsafe { &*(h as *const Team) }.index() == t.index()
+            })
+        })
+        .map(|h| h as shmem_team_t)
+        .ok_or_else(|| Error::InvalidParam("the context's team has been destroyed".into()))
+}
+
 fn config(c: *const shmem_team_config_t, mask: c_long) -> TeamConfig {
     let mut out = TeamConfig::default();
     if !c.is_null() && mask & NUM_CONTEXTS != 0 {
@@ -255,21 +278,20 @@ pub unsafe extern "C" fn shmem_team_create_ctx(
 /// `out` is valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmem_ctx_get_team(ctx: shmem_ctx_t, out: *mut shmem_team_t) -> c_int {
-    let found = call("shmem_ctx_get_team", None, || {
-        if ctx == crate::ctx::default() {
-            return Ok(Some(SHMEM_TEAM_WORLD.0));
-        }
-        crate::ctx::ctx_ref(ctx)?;
-        // SAFETY: checked live above: a leaked `Box<Context>`.
-        let c: &Context = unsafe { &*ctx.cast::<Context>() };
-        let t = c.team();
-        let w = world()?;
-        Ok(Some(if t.index() == w.team_world().index() {
-            SHMEM_TEAM_WORLD.0
-        } else {
-            adopt(Some(t))
-        }))
-    });
+    // SHMEM_CTX_INVALID has no team, as the specification says: not an error to report.
+    let found = (!ctx.is_null())
+        .then(|| {
+            call("shmem_ctx_get_team", None, || {
+                if ctx == crate::ctx::default() {
+                    return Ok(Some(SHMEM_TEAM_WORLD.0));
+                }
+                crate::ctx::ctx_ref(ctx)?;
+                // SAFETY: checked live above: a leaked `Box<Context>`.
+                let c: &Context = unsafe { &*ctx.cast::<Context>() };
+                handle_of(&c.team()).map(Some)
+            })
+        })
+        .flatten();
     if out.is_null() {
         return -1;
     }

@@ -18,13 +18,7 @@ use crate::{
 /// the failed check's message that identifies the check, and the reason. Such a failure is
 /// reported as KNOWN and does not fail the test; an entry that no failure matches fails it
 /// (the bug is fixed: remove the entry).
-pub(crate) const KNOWN_FAILURES: &[(&str, &str, &str)] = &[(
-    "shmem_ctx_get_team",
-    "a team's context",
-    "for a context made by shmem_team_create_ctx it returns a new handle on every call \
-     (allocated and never freed), not the handle of the team the context was made from, so \
-     it compares unequal to that team",
-)];
+pub(crate) const KNOWN_FAILURES: &[(&str, &str, &str)] = &[];
 
 /// The reduction types the table leaves to a later part of the generator (as `build.rs` does):
 /// `long double` and the complex types.
