@@ -1101,6 +1101,33 @@ typedef struct shmem_ctx_opaque *shmem_ctx_t;\ntypedef struct shmem_team_opaque 
     h
 }
 
+/// shmem4py (PyPI) picks the features of an OpenSHMEM library by the vendor macros of the
+/// implementations it knows and, for any other, defines static stand-ins that clash with this
+/// header's declarations. The header says which features it has, so that
+/// `OSHCC=oshcc pip install shmem4py` builds against it unmodified: every one.
+const PYSHMEM_FEATURES: &[&str] = &[
+    "shmem_malloc_with_hints",
+    "shmem_team_t",
+    "SHMEM_CTX_INVALID",
+    "shmem_amo_nbi",
+    "shmem_put_signal",
+    "shmem_signal_fetch",
+    "shmem_signal_wait_until",
+    "shmem_broadcast",
+    "shmem_collect",
+    "shmem_fcollect",
+    "shmem_alltoall",
+    "shmem_alltoalls",
+    "shmem_broadcastmem",
+    "shmem_collectmem",
+    "shmem_fcollectmem",
+    "shmem_alltoallmem",
+    "shmem_alltoallsmem",
+    "shmem_reduce",
+    "shmem_wait_test_many",
+    "shmem_pcontrol",
+];
+
 /// The deprecated constants of the active-set collectives and their pre-1.3 `_SHMEM_` names,
 /// which older programs still use.
 fn legacy_constants() -> String {
@@ -1124,6 +1151,10 @@ fn legacy_constants() -> String {
     }
     for (i, c) in ["EQ", "NE", "GT", "GE", "LT", "LE"].iter().enumerate() {
         let _ = writeln!(h, "#define _SHMEM_CMP_{c} {i}");
+    }
+    h.push_str("\n/* The features shmem4py (PyPI) tests for: every one is here. */\n");
+    for f in PYSHMEM_FEATURES {
+        let _ = writeln!(h, "#define PySHMEM_HAVE_{f} 1");
     }
     h.push('\n');
     h
