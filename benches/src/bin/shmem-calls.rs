@@ -10,6 +10,10 @@
 //!
 //! The operations: `none` (the baseline: init and finalize only), `put` and `get` of 8 bytes,
 //! `p`, `g`, `fetch_add`, `compare_swap` and `add` on an `i64`, `barrier` (of the single PE).
+//!
+//! With a third argument `time`, the loop runs in 9 timed batches of COUNT calls and prints
+//! `RESULT rust_<op> <ns per call> ns` (the median batch): `benches/c/compare.sh` sets it
+//! beside the same loop through the C ABI (`benches/c/osh_calls.c`).
 
 use std::process::ExitCode;
 
@@ -19,10 +23,13 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(op), Some(count)) = (args.get(1), args.get(2).and_then(|c| c.parse::<u64>().ok()))
     else {
-        eprintln!("usage: shmem-calls none|put|get|p|g|fetch_add|compare_swap|add|barrier COUNT");
+        eprintln!(
+            "usage: shmem-calls none|put|get|p|g|fetch_add|compare_swap|add|barrier COUNT [time]"
+        );
         return ExitCode::FAILURE;
     };
-    match run(op, count) {
+    let timed = args.get(3).is_some_and(|a| a == "time");
+    match run(op, count, timed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("shmem-calls: {e}");
@@ -31,7 +38,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(op: &str, count: u64) -> Result<(), shmem::Error> {
+fn run(op: &str, count: u64, timed: bool) -> Result<(), shmem::Error> {
     let port = 20000 + (std::process::id() % 20000) as u16;
     let inst = Instance::init(&Attributes::new(
         0,
@@ -61,8 +68,22 @@ fn run(op: &str, count: u64) -> Result<(), shmem::Error> {
         }
     };
     let count = if op == "none" { 0 } else { count };
-    for i in 0..count as i64 {
-        call(i)?;
+    if timed {
+        const BATCHES: usize = 9;
+        let mut per_call = Vec::with_capacity(BATCHES);
+        for _ in 0..BATCHES {
+            let t = std::time::Instant::now();
+            for i in 0..count as i64 {
+                call(i)?;
+            }
+            per_call.push(t.elapsed().as_secs_f64() * 1e9 / count.max(1) as f64);
+        }
+        per_call.sort_by(f64::total_cmp);
+        println!("RESULT rust_{op} {:.3} ns", per_call[BATCHES / 2]);
+    } else {
+        for i in 0..count as i64 {
+            call(i)?;
+        }
     }
     drop(call);
     std::hint::black_box(x);

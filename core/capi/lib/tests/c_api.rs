@@ -220,6 +220,42 @@ fn a_process_that_dlopens_the_library_keeps_its_static_data_private() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The OSU-style C benchmarks (`benches/c/`) build with oshcc, warning-free, and one runs
+/// (the comparison itself is `benches/c/compare.sh`, never a test).
+#[test]
+fn the_c_benchmarks_build_with_oshcc_and_run() {
+    let dir = temp_dir("benches");
+    for prog in [
+        "osh_lat",
+        "osh_bw",
+        "osh_amo",
+        "osh_barrier",
+        "osh_coll",
+        "osh_calls",
+    ] {
+        let exe = build(
+            env!("CARGO_BIN_EXE_oshcc"),
+            &format!("benches/c/{prog}.c"),
+            &["-std=c11"],
+            &dir,
+        );
+        if prog == "osh_calls" {
+            let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+                .args(["-n", "1", "--timeout", "120", "--"])
+                .arg(&exe)
+                .arg("-q")
+                .output()
+                .expect("oshrun runs");
+            let text = text(&out);
+            assert!(
+                out.status.success() && text.contains("CHECK calls ok"),
+                "{text}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn c11_type_generic_program_passes() {
     c_program_passes("generic", "c11", &[1, 2, 4]);
