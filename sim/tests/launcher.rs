@@ -749,8 +749,10 @@ fn keep_going_lets_the_survivors_finish() {
 
 #[test]
 fn strict_mode_jobs_get_one_seed_and_a_failure_names_it() {
+    // PE 1 fails; keep_going lets PE 0 finish its echo (else the launcher may stop it first).
     let report = sh(2, "echo \"$SHMEM_SIM_STRICT_SEED\"; exit $SHMEMRUN_PE")
         .env("SHMEM_SIM_STRICT", "1")
+        .keep_going(true)
         .output(Output::Capture)
         .run()
         .expect("the job starts");

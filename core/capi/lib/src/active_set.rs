@@ -141,6 +141,16 @@ fn times(n: usize, m: usize) -> Result<usize> {
         .ok_or_else(|| Error::InvalidParam(format!("{n} × {m} elements overflow")))
 }
 
+/// The `n` elements of local memory at `p`, as a slice a get may write.
+///
+/// # Safety
+///
+/// `p` is valid for `n` elements and not otherwise accessed while the slice lives.
+unsafe fn local<'a, T>(p: *mut T, n: usize) -> &'a mut [T] {
+    // SAFETY: per the function's contract.
+    unsafe { std::slice::from_raw_parts_mut(p, n) }
+}
+
 /// Copies `src` into the local memory at `dest`.
 ///
 /// # Safety
@@ -199,10 +209,9 @@ pub(crate) unsafe fn broadcast<T: Pod>(
         let src = view(w, source.cast::<T>(), nelems)?;
         barrier(set, sync)?;
         if set.me != root && nelems > 0 {
-            let mut buf = vec![T::zeroed(); nelems];
-            src.get(&mut buf, set.pe(root))?;
-            // SAFETY: the C contract: `dest` holds `nelems` elements.
-            unsafe { store(dest.cast::<T>(), &buf) };
+            // SAFETY: the C contract: `dest` holds `nelems` elements, which no other call of
+            // this PE touches while this one runs.
+            src.get(unsafe { local(dest.cast::<T>(), nelems) }, set.pe(root))?;
         }
         barrier(set, sync)
     });
@@ -235,7 +244,6 @@ pub(crate) unsafe fn collect<T: Pod>(
         }
         barrier(set, sync)?;
         let mut at = 0usize;
-        let mut buf = Vec::new();
         for (_, pe) in set.members() {
             let theirs = if fixed {
                 nelems
@@ -243,10 +251,9 @@ pub(crate) unsafe fn collect<T: Pod>(
                 count(sync.elem(2).atomic_fetch(pe)?)?
             };
             if theirs > 0 {
-                buf.resize(theirs, T::zeroed());
-                view(w, source.cast::<T>(), theirs)?.get(&mut buf, pe)?;
                 // SAFETY: the C contract: `dest` holds every member's elements.
-                unsafe { store(dest.cast::<T>().add(at), &buf) };
+                let to = unsafe { local(dest.cast::<T>().add(at), theirs) };
+                view(w, source.cast::<T>(), theirs)?.get(to, pe)?;
             }
             at = at
                 .checked_add(theirs)
@@ -295,11 +302,18 @@ pub(crate) unsafe fn alltoall<T: Pod>(
             // `sst` apart; the span from its first to its last element is fetched at once.
             let first = times(times(set.me as usize, nelems)?, sst)?;
             let span = times(nelems - 1, sst)? + 1;
-            let mut buf = vec![T::zeroed(); span];
+            let mut buf = Vec::new();
             for (i, pe) in set.members() {
                 let src = view(w, source.cast::<T>().wrapping_add(first), span)?;
-                src.get(&mut buf, pe)?;
                 let block = times(i as usize, nelems)?;
+                if dst == 1 && sst == 1 {
+                    // SAFETY: the C contract: `dest` holds `size * nelems` elements, and
+                    // `block + nelems` is at most that.
+                    src.get(unsafe { local(dest.cast::<T>().add(block), nelems) }, pe)?;
+                    continue;
+                }
+                buf.resize(span, T::zeroed());
+                src.get(&mut buf, pe)?;
                 for k in 0..nelems {
                     // SAFETY: the C contract: `dest` holds `size * nelems` elements `dst`
                     // apart, and `block + k` is below `size * nelems`.
