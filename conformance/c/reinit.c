@@ -34,6 +34,11 @@ int main(void) {
     CHECK(initialized == 1, "after the nested finalize: %d", initialized);
     ring_put(2);
     int me = shmem_my_pe(), n = shmem_n_pes();
+    /* A context and a team made before the last finalize are invalid after it. */
+    shmem_ctx_t ctx = SHMEM_CTX_INVALID;
+    CHECK(shmem_ctx_create(0, &ctx) == 0, "ctx_create");
+    shmem_team_t all = SHMEM_TEAM_INVALID;
+    CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, n, NULL, 0, &all) == 0, "split");
     shmem_finalize(); /* the last one */
     shmem_query_initialized(&initialized);
     CHECK(initialized == 0, "after the last finalize: %d", initialized);
@@ -43,6 +48,10 @@ int main(void) {
     CHECK(initialized == 1, "re-initialized: %d", initialized);
     CHECK(shmem_my_pe() == me && shmem_n_pes() == n, "the same PE after re-initialization");
     ring_put(3);
+    /* The old handles name nothing in the new instance: refused (logged), not used. */
+    CHECK(shmem_team_n_pes(all) == -1, "a team from before the re-initialization");
+    shmem_team_t got = SHMEM_TEAM_WORLD;
+    CHECK(shmem_ctx_get_team(ctx, &got) != 0 && got == SHMEM_TEAM_INVALID, "a context from before");
     printf("reinit: PE %d of %d %s\n", me, n, failures ? "FAILED" : "ok");
     shmem_finalize();
     return failures != 0;

@@ -169,6 +169,16 @@ impl<'a> CtxRef<'a> {
         self.inst.fabric().quiet(self.queue())
     }
 
+    /// Completes this context's operations to the PEs `pes` (numbered in the context's team;
+    /// OpenSHMEM 1.6's `shmem_ctx_pe_quiet`). Every PE is checked; the simulator then completes
+    /// all of the context's operations, which the specification allows.
+    pub fn pe_quiet(&self, pes: &[Pe]) -> Result<()> {
+        for &pe in pes {
+            self.target(pe)?;
+        }
+        self.quiet()
+    }
+
     /// Orders this context's puts, atomics and signals to each PE (`shmem_ctx_fence`).
     pub fn fence(&self) -> Result<()> {
         self.usable()?;

@@ -123,6 +123,16 @@ pub extern "C" fn shmem_ctx_destroy(ctx: shmem_ctx_t) {
     });
 }
 
+/// Forgets every created context (the default instance was finalized): their handles are
+/// refused from now on, as the specification makes them invalid, and their memory is freed.
+pub(crate) fn forget_all() {
+    let handles = live().take().unwrap_or_default();
+    for h in handles {
+        // SAFETY: a listed handle is a leaked `Box<Context>`, no longer listed.
+        drop(unsafe { Box::from_raw(h as *mut Context) });
+    }
+}
+
 /// `shmem_ctx_quiet`.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_ctx_quiet(ctx: shmem_ctx_t) {
@@ -147,12 +157,32 @@ pub unsafe extern "C" fn shmem_ctx_pe_quiet(
     target_pes: *const c_int,
     npes: usize,
 ) {
-    call("shmem_ctx_pe_quiet", (), || {
+    // SAFETY: forwarded.
+    unsafe { pe_quiet("shmem_ctx_pe_quiet", ctx, target_pes, npes) }
+}
+
+/// `shmem_[ctx_]pe_quiet`: every PE of the list checked, then the context's quiet.
+///
+/// # Safety
+///
+/// `target_pes` is valid for `npes` reads (or null when `npes` is 0).
+unsafe fn pe_quiet(name: &str, ctx: shmem_ctx_t, target_pes: *const c_int, npes: usize) {
+    call(name, (), || {
         let c = ctx_ref(ctx)?;
         if npes > 0 && target_pes.is_null() {
             return Err(Error::InvalidParam("target_pes is NULL".into()));
         }
-        c.quiet()
+        let pes: &[c_int] = if npes == 0 {
+            &[]
+        } else {
+            // SAFETY: valid for `npes` reads per the contract.
+            unsafe { std::slice::from_raw_parts(target_pes, npes) }
+        };
+        let pes = pes
+            .iter()
+            .map(|&p| crate::world::pe(p))
+            .collect::<Result<Vec<_>>>()?;
+        c.pe_quiet(&pes)
     });
 }
 
@@ -164,7 +194,7 @@ pub unsafe extern "C" fn shmem_ctx_pe_quiet(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmem_pe_quiet(target_pes: *const c_int, npes: usize) {
     // SAFETY: forwarded.
-    unsafe { shmem_ctx_pe_quiet(default(), target_pes, npes) }
+    unsafe { pe_quiet("shmem_pe_quiet", default(), target_pes, npes) }
 }
 
 /// `shmem_ctx_session_start` (OpenSHMEM 1.6): a performance hint, which the simulator, whose

@@ -234,6 +234,16 @@ pub extern "C" fn shmem_team_destroy(t: shmem_team_t) {
     });
 }
 
+/// Forgets every split team (the default instance was finalized): their handles are refused
+/// from now on, as the specification makes them invalid, and their memory is freed.
+pub(crate) fn forget_all() {
+    let handles = live().take().unwrap_or_default();
+    for h in handles {
+        // SAFETY: a listed handle is a leaked `Box<Team>`, no longer listed.
+        drop(unsafe { Box::from_raw(h as *mut Team) });
+    }
+}
+
 /// `shmem_team_sync`: 0, or non-zero for an invalid team.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_team_sync(t: shmem_team_t) -> c_int {

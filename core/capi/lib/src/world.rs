@@ -54,7 +54,11 @@ pub(crate) fn close() -> Result<()> {
         0 => Err(Error::NotInitialized { instance_id: 0 }),
         1 => {
             *open = 0;
-            world()?.finalize()
+            let r = world()?.finalize();
+            // The handles of the finished instance name nothing a later init creates.
+            crate::ctx::forget_all();
+            crate::team::forget_all();
+            r
         }
         _ => {
             *open -= 1;

@@ -256,6 +256,47 @@ fn the_c_benchmarks_build_with_oshcc_and_run() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Bad input to every family is refused, logged in one line naming the routine, and
+/// corrupts nothing; the library works afterwards.
+#[test]
+fn bad_input_to_every_family_is_refused_and_logged() {
+    c_program_passes("bad_input", "c11", &[1, 2, 4]);
+    let dir = temp_dir("bad_input_log");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/bad_input.c",
+        &["-std=c11"],
+        &dir,
+    );
+    let out = run(&exe, 1);
+    for routine in [
+        "shmem_malloc",
+        "shmem_calloc",
+        "shmem_long_put",
+        "shmem_long_iput",
+        "shmem_long_ibput",
+        "shmem_long_atomic_fetch_add",
+        "shmem_putmem_signal",
+        "shmem_signal_wait_until",
+        "shmem_long_wait_until",
+        "shmem_set_lock",
+        "shmem_ctx_create",
+        "shmem_ctx_long_put",
+        "shmem_team_sync",
+        "shmem_long_broadcast",
+        "shmem_long_alltoalls",
+        "shmem_long_fcollect",
+        "shmem_pe_quiet",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(&format!("ERROR {routine}: "))),
+            "no line names {routine}:\n{out}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn c11_type_generic_program_passes() {
     c_program_passes("generic", "c11", &[1, 2, 4]);
