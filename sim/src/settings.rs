@@ -6,6 +6,7 @@
 //! | `SHMEM_SIM_STRICT` | `1`/`on`/`true` or `0`/`off`/`false` | off |
 //! | `SHMEM_SIM_STRICT_SEED` | a decimal `u64` | random, logged at debug level |
 //! | `SHMEM_SIM_STRICT_EARLY` | probability in `[0, 1]` that issuing a non-blocking operation completes one earlier pending operation | `0.25` |
+//! | `SHMEM_SIM_DEVICE_HOST_ACCESS` | `1`/`on`/`true` or `0`/`off`/`false`: simulated device memory (the ACL stand-in's `aclrtMalloc`) is readable and writable by host code, for debugging | off: host code touching device memory faults, as on an NPU |
 //!
 //! The wait policies:
 //! - `adaptive`: when the PEs on this host (the larger of the instance's PE count and the
@@ -97,6 +98,9 @@ pub struct SimSettings {
     pub strict_seed: Option<u64>,
     /// The probability that issuing a non-blocking operation completes one earlier one.
     pub strict_early: f64,
+    /// Whether host code may load and store simulated device memory (a debugging aid; on an
+    /// NPU it faults, and so it does here by default).
+    pub device_host_access: bool,
 }
 
 /// The seed of the strict mode's random choices in this process: `SHMEM_SIM_STRICT_SEED`, or one
@@ -116,6 +120,7 @@ impl Default for SimSettings {
             strict: false,
             strict_seed: None,
             strict_early: 0.25,
+            device_host_access: false,
         }
     }
 }
@@ -164,6 +169,9 @@ impl SimSettings {
         }
         if let Some(v) = lookup("SHMEM_SIM_STRICT") {
             s.strict = parse_bool("SHMEM_SIM_STRICT", &v)?;
+        }
+        if let Some(v) = lookup("SHMEM_SIM_DEVICE_HOST_ACCESS") {
+            s.device_host_access = parse_bool("SHMEM_SIM_DEVICE_HOST_ACCESS", &v)?;
         }
         if let Some(v) = lookup("SHMEM_SIM_STRICT_SEED") {
             s.strict_seed = Some(v.trim().parse().map_err(|_| SettingError {

@@ -236,6 +236,38 @@ impl Stream {
         }
     }
 
+    /// [`Stream::wait_for`], giving up after `timeout`: whether the task at position `n` has
+    /// run (`aclrtSynchronizeStreamWithTimeout`).
+    pub fn wait_for_timeout(&self, n: u64, timeout: std::time::Duration) -> bool {
+        let shared = &self.handle.shared;
+        shared.release_to(n);
+        let deadline = std::time::Instant::now() + timeout;
+        let mut s = lock(&shared.state);
+        while s.completed < n.min(s.submitted) {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            s = shared
+                .progress
+                .wait_timeout(s, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+
+    /// The position of the last task enqueued so far (0 before the first).
+    pub fn submitted(&self) -> u64 {
+        lock(&self.handle.shared.state).submitted
+    }
+
+    /// The first failure since the last synchronisation, taken (as [`Stream::synchronize`]
+    /// reports it).
+    pub fn take_error(&self) -> Option<TransportError> {
+        lock(&self.handle.shared.state).error.take()
+    }
+
     /// Runs `task` in stream order and waits for it: for work whose result the caller needs
     /// now (a get into host memory, a fetching atomic).
     pub fn call(
