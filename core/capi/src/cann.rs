@@ -92,26 +92,20 @@ pub fn init_attr(flags: u32, attrs: &Attributes) -> Result<Instance> {
                 "Instance {id} already exists! Please don't repeat create!"
             ));
             c.active = id;
-            let e = Error::AlreadyInitialized { instance_id: id };
-            tracing::error!("{e}");
-            return Err(e);
+            return Err(Error::AlreadyInitialized { instance_id: id });
         }
         if id != 0 {
             // Port selection runs before the context exists, so a bad range changes nothing.
             // As in CANN, it runs unless the init is a pure unique-id one (an empty `ip_port`
             // with a unique id or an MPI communicator in the attributes).
             if !attrs.ip_port.is_empty() || attrs.mode == InitMode::Default {
-                attrs
-                    .bootstrap_address()
-                    .inspect_err(|e| tracing::error!("init of instance {id}: {e}"))?;
+                attrs.bootstrap_address()?;
             }
             c.known.insert(id);
         }
         c.active = id;
         if Instance::id_state(id) != IdState::Free {
-            let e = Error::AlreadyInitialized { instance_id: id };
-            tracing::error!("{e}");
-            return Err(e);
+            return Err(Error::AlreadyInitialized { instance_id: id });
         }
         id != 0
     };
@@ -174,9 +168,7 @@ fn mode_from_flags(flags: u32, attrs: &Attributes) -> Result<Attributes> {
 pub fn instance_ctx_set(id: u64) -> Result<()> {
     let mut c = contexts();
     if !c.exists(id) {
-        let e = Error::UnknownInstance { instance_id: id };
-        tracing::error!("Context Set failed: {e}");
-        return Err(e);
+        return Err(Error::UnknownInstance { instance_id: id });
     }
     c.active = id;
     Ok(())
@@ -217,9 +209,7 @@ pub fn set_attr_uniqueid_args(
         (attrs.secret, attrs.mode) = (a.secret, a.mode);
         return Ok(());
     };
-    let e = Error::InvalidValue(problem);
-    tracing::error!("aclshmemx_set_attr_uniqueid_args: {e}");
-    Err(e)
+    Err(Error::InvalidValue(problem))
 }
 
 /// The id of the active instance (`aclshmemx_instance_ctx_get()->id`).
@@ -254,12 +244,7 @@ pub fn finalize_instance(id: u64) -> Result<()> {
     let inst = {
         let mut c = contexts();
         if !c.exists(id) {
-            let e = Error::UnknownInstance { instance_id: id };
-            tracing::error!(
-                "finalize: {e}; the active instance ({}) is unchanged",
-                c.active
-            );
-            return Err(e);
+            return Err(Error::UnknownInstance { instance_id: id });
         }
         c.active = id;
         Instance::by_id(id)
@@ -340,12 +325,10 @@ fn team(handle: i32) -> Result<shmem::Team> {
 fn single_instance(what: &str) -> Result<Instance> {
     let inst = active()?;
     if inst.id() != 0 {
-        let e = Error::NotSupported(format!(
+        return Err(Error::NotSupported(format!(
             "{what} is not supported in multi-instance mode (instance_id={}). Only Instance 0 supports team operations. Please Create new instance instead.",
             inst.id()
-        ));
-        tracing::error!("{e}");
-        return Err(e);
+        )));
     }
     Ok(inst)
 }
@@ -365,7 +348,7 @@ fn handle_of(t: Option<shmem::Team>) -> i32 {
 /// not a member.
 pub fn team_split_strided(parent: i32, start: i32, stride: i32, size: i32) -> Result<i32> {
     single_instance("aclshmem_team_split_strided")?;
-    let p = team(parent).inspect_err(|e| tracing::error!("team_split_strided: {e}"))?;
+    let p = team(parent)?;
     p.split_strided(start, stride, size, shmem::TeamConfig::default())
         .map(handle_of)
 }
@@ -373,7 +356,7 @@ pub fn team_split_strided(parent: i32, start: i32, stride: i32, size: i32) -> Re
 /// `aclshmem_team_split_2d`: the handles of this PE's row and column teams.
 pub fn team_split_2d(parent: i32, xrange: i32) -> Result<(i32, i32)> {
     single_instance("aclshmem_team_split_2d")?;
-    let p = team(parent).inspect_err(|e| tracing::error!("team_split_2d: {e}"))?;
+    let p = team(parent)?;
     let (x, y) = p.split_2d(
         xrange,
         shmem::TeamConfig::default(),
@@ -385,7 +368,8 @@ pub fn team_split_2d(parent: i32, xrange: i32) -> Result<(i32, i32)> {
 /// `aclshmem_team_translate_pe`: -1 when either team is invalid or the PE is not in both;
 /// `ACLSHMEM_NOT_SUPPORTED` on instances other than 0.
 pub fn team_translate_pe(src: i32, src_pe: i32, dest: i32) -> i32 {
-    if single_instance("aclshmem_team_translate_pe").is_err() {
+    if let Err(e) = single_instance("aclshmem_team_translate_pe") {
+        tracing::error!("aclshmem_team_translate_pe: {e}");
         return shmem::Code::NotSupported as i32;
     }
     match (team(src), team(dest), u32::try_from(src_pe)) {
@@ -397,7 +381,8 @@ pub fn team_translate_pe(src: i32, src_pe: i32, dest: i32) -> i32 {
 /// `aclshmem_team_my_pe`: -1 for an invalid team; `ACLSHMEM_NOT_SUPPORTED` on instances
 /// other than 0.
 pub fn team_my_pe(handle: i32) -> i32 {
-    if single_instance("aclshmem_team_my_pe").is_err() {
+    if let Err(e) = single_instance("aclshmem_team_my_pe") {
+        tracing::error!("aclshmem_team_my_pe: {e}");
         return shmem::Code::NotSupported as i32;
     }
     team(handle).map_or(-1, |t| t.my_pe() as i32)
@@ -406,7 +391,8 @@ pub fn team_my_pe(handle: i32) -> i32 {
 /// `aclshmem_team_n_pes`: -1 for an invalid team; `ACLSHMEM_NOT_SUPPORTED` on instances
 /// other than 0.
 pub fn team_n_pes(handle: i32) -> i32 {
-    if single_instance("aclshmem_team_n_pes").is_err() {
+    if let Err(e) = single_instance("aclshmem_team_n_pes") {
+        tracing::error!("aclshmem_team_n_pes: {e}");
         return shmem::Code::NotSupported as i32;
     }
     team(handle).map_or(-1, |t| t.n_pes() as i32)
@@ -416,9 +402,7 @@ pub fn team_n_pes(handle: i32) -> i32 {
 /// instances other than 0.
 pub fn team_get_config(handle: i32) -> Result<shmem::TeamConfig> {
     single_instance("aclshmem_team_get_config")?;
-    team(handle)
-        .map(|t| t.config())
-        .inspect_err(|e| tracing::error!("team_get_config: {e}"))
+    team(handle).map(|t| t.config())
 }
 
 /// `aclshmem_team_destroy`: an invalid handle is only logged (as in CANN); the world team

@@ -1,0 +1,164 @@
+// host.cpp: a CANN SHMEM host program (C++17, CANN's shmem.h) against libshmem.so's CANN ABI:
+// the layouts and C++ defaults of CANN's structs, the init checks and their codes, instance 0
+// (queries, heap, teams, barriers), and the multi-instance contract (a second instance, the
+// active-instance switch, finalize by id, unknown ids). Each PE passes its own my_pe, n_pes and
+// ip_port, as CANN's examples do; started by shmemrun, it takes them from SHMEMRUN_PE and
+// SHMEMRUN_NPES, and the port from CANN_TEST_PORT (instance 1's from
+// SHMEM_INSTANCE_PORT_RANGE).
+#include <shmem.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+static int failures;
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            std::fprintf(stderr, "host.cpp:%d: ", __LINE__);                  \
+            std::fprintf(stderr, __VA_ARGS__);                                \
+            std::fputc('\n', stderr);                                         \
+            failures++;                                                       \
+        }                                                                     \
+    } while (0)
+#define EQ(call, want) CHECK((call) == (want), "%s gave %d, want %d", #call, (int)(call), (int)(want))
+
+static_assert(sizeof(aclshmemx_init_attr_t) == 120, "aclshmemx_init_attr_t is 120 bytes");
+static_assert(offsetof(aclshmemx_init_attr_t, local_mem_size) == 72, "local_mem_size at 72");
+static_assert(offsetof(aclshmemx_init_attr_t, option_attr) == 80, "option_attr at 80");
+static_assert(offsetof(aclshmemx_init_attr_t, comm_args) == 104, "comm_args at 104");
+static_assert(offsetof(aclshmemx_init_attr_t, instance_id) == 112, "instance_id at 112");
+static_assert(sizeof(aclshmem_init_optional_attr_t) == 24, "optional attributes are 24 bytes");
+static_assert(sizeof(aclshmemx_uniqueid_t) == 136, "aclshmemx_uniqueid_t is 136 bytes");
+static_assert(sizeof(aclshmem_team_config_t) == 64, "aclshmem_team_config_t is 64 bytes");
+static_assert(ACLSHMEM_UNIQUEID_VERSION == 65672, "the unique id's version");
+
+int main() {
+    const int me = std::atoi(std::getenv("SHMEMRUN_PE"));
+    const int n = std::atoi(std::getenv("SHMEMRUN_NPES"));
+    const char *port = std::getenv("CANN_TEST_PORT");
+
+    // CANN's C++ defaults.
+    aclshmemx_init_attr_t attr;
+    CHECK(attr.option_attr.version == 65560 && attr.option_attr.data_op_engine_type == ACLSHMEM_DATA_OP_MTE,
+          "option_attr defaults");
+    CHECK(attr.option_attr.shm_init_timeout == 120 && attr.option_attr.control_operation_timeout == 120 &&
+              attr.option_attr.sockFd == 0,
+          "120 s timeouts");
+    CHECK(attr.ip_port[0] == 0 && attr.comm_args == nullptr && attr.instance_id == 0, "empty defaults");
+
+    // init's checks, in CANN's order and with its codes (nothing is created).
+    attr.my_pe = me;
+    attr.n_pes = n;
+    attr.local_mem_size = 2 << 20;
+    std::snprintf(attr.ip_port, sizeof attr.ip_port, "tcp://127.0.0.1:%s", port);
+    EQ(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, nullptr), ACLSHMEM_INVALID_PARAM);
+    aclshmemx_init_attr_t bad = attr;
+    bad.my_pe = -1;
+    EQ(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &bad), ACLSHMEM_INVALID_VALUE);
+    bad = attr;
+    bad.n_pes = 0;
+    EQ(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &bad), ACLSHMEM_INVALID_VALUE);
+    bad = attr;
+    bad.my_pe = n;
+    EQ(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &bad), ACLSHMEM_INVALID_PARAM);
+    bad = attr;
+    bad.local_mem_size = 0;
+    EQ(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &bad), ACLSHMEM_INVALID_VALUE);
+    bad = attr;
+    bad.option_attr.shm_init_timeout = 0;
+    EQ(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &bad), ACLSHMEM_INVALID_VALUE);
+    bad = attr;
+    bad.option_attr.data_op_engine_type = static_cast<data_op_engine_type_t>(0);
+    EQ(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &bad), ACLSHMEM_INVALID_VALUE);
+    EQ(aclshmemx_init_status(), ACLSHMEM_STATUS_NOT_INITIALIZED);
+    EQ(aclshmem_my_pe(), -1);
+    CHECK(aclshmem_malloc(64) == nullptr, "malloc before init");
+
+    // Instance 0.
+    EQ(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &attr), ACLSHMEM_SUCCESS);
+    EQ(aclshmemx_init_status(), ACLSHMEM_STATUS_IS_INITIALIZED);
+    EQ(aclshmem_my_pe(), me);
+    EQ(aclshmem_n_pes(), n);
+    EQ(aclshmemx_instance_ctx_get()->id, 0);
+    int major = 0, minor = 0;
+    aclshmem_info_get_version(&major, &minor);
+    CHECK(major == 1 && minor == 1, "version %d.%d", major, minor);
+    char name[ACLSHMEM_MAX_NAME_LEN];
+    aclshmem_info_get_name(name);
+    CHECK(std::strcmp(name, "ACLSHMEM v1.1.1") == 0, "name %s", name);
+    EQ(aclshmemx_set_conf_store_tls(false, nullptr, 0), 0);
+
+    void *p = aclshmem_malloc(256);
+    void *z = aclshmem_calloc(16, 8);
+    void *al = aclshmem_align(4096, 100);
+    CHECK(p && z && al && reinterpret_cast<std::uintptr_t>(al) % 4096 == 0, "malloc, calloc, align");
+    CHECK(aclshmem_ptr(p, me) == p, "aclshmem_ptr to this PE");
+    CHECK(aclshmem_ptr(p, n) == nullptr && aclshmem_ptr(p, -1) == nullptr, "aclshmem_ptr to no PE");
+    CHECK(n == 1 || aclshmem_ptr(p, (me + 1) % n) != nullptr, "aclshmem_ptr to a peer");
+    char *base = static_cast<char *>(aclshmemx_get_heap_base());
+    CHECK(base && static_cast<char *>(p) > base, "heap base %p below %p", static_cast<void *>(base), p);
+    CHECK(aclshmem_malloc(0) == nullptr, "malloc(0)");
+    CHECK(aclshmemx_malloc(64, HOST_SIDE) == nullptr, "the host-side heap is absent");
+    CHECK(aclshmem_align(3, 64) == nullptr, "align to 3");
+    aclshmem_free(al);
+    aclshmem_free(z);
+    aclshmem_free(p);
+    aclshmem_free(nullptr);
+
+    // Teams on instance 0.
+    aclshmem_team_t evens = -2;
+    EQ(aclshmem_team_split_strided(ACLSHMEM_TEAM_WORLD, 0, 2, (n + 1) / 2, &evens), ACLSHMEM_SUCCESS);
+    if (me % 2 == 0) {
+        CHECK(evens > 0, "an even PE's team %d", evens);
+        EQ(aclshmem_team_my_pe(evens), me / 2);
+        EQ(aclshmem_team_n_pes(evens), (n + 1) / 2);
+        EQ(aclshmem_team_translate_pe(evens, 0, ACLSHMEM_TEAM_WORLD), 0);
+        aclshmem_team_config_t cfg;
+        EQ(aclshmem_team_get_config(evens, &cfg), ACLSHMEM_SUCCESS);
+        EQ(aclshmem_team_get_config(evens, nullptr), 1);
+        aclshmem_barrier(evens);
+    } else {
+        EQ(evens, ACLSHMEM_TEAM_INVALID);
+    }
+    EQ(aclshmem_team_split_strided(ACLSHMEM_TEAM_WORLD, 0, 0, 1, &evens), ACLSHMEM_INVALID_PARAM);
+    EQ(aclshmem_team_split_strided(ACLSHMEM_TEAM_WORLD, 0, 1, 1, nullptr), ACLSHMEM_INVALID_PARAM);
+    EQ(aclshmem_team_my_pe(1000), -1);
+    aclshmem_barrier(ACLSHMEM_TEAM_INVALID); // a no-op
+    aclshmem_barrier_all();
+    aclshmem_sync_all();
+
+    // A second instance over the same PEs (port: SHMEM_INSTANCE_PORT_RANGE's start + 1).
+    aclshmemx_init_attr_t a1;
+    a1.my_pe = me;
+    a1.n_pes = n;
+    a1.local_mem_size = 2 << 20;
+    std::snprintf(a1.ip_port, sizeof a1.ip_port, "tcp://127.0.0.1:0");
+    a1.instance_id = 1;
+    EQ(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &a1), ACLSHMEM_SUCCESS);
+    EQ(aclshmemx_instance_ctx_get()->id, 1);
+    EQ(aclshmem_my_pe(), me);
+    void *q = aclshmem_malloc(64);
+    CHECK(q != nullptr, "malloc on instance 1");
+    EQ(aclshmem_team_my_pe(ACLSHMEM_TEAM_WORLD), ACLSHMEM_NOT_SUPPORTED);
+    CHECK(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &a1) != ACLSHMEM_SUCCESS, "a duplicate id");
+    EQ(aclshmemx_instance_ctx_get()->id, 1);
+    aclshmem_barrier_all();
+    aclshmem_free(q);
+    EQ(aclshmemx_instance_ctx_set(0), ACLSHMEM_SUCCESS);
+    EQ(aclshmemx_instance_ctx_get()->id, 0);
+    EQ(aclshmemx_instance_ctx_set(7), ACLSHMEM_INNER_ERROR);
+    EQ(aclshmemx_instance_ctx_get()->id, 0);
+    EQ(aclshmemx_finalize(1), ACLSHMEM_SUCCESS); // switches to 1, finalizes it, back to 0
+    EQ(aclshmemx_instance_ctx_get()->id, 0);
+    EQ(aclshmemx_finalize(9), ACLSHMEM_INNER_ERROR);
+    EQ(aclshmemx_instance_ctx_get()->id, 0);
+    EQ(aclshmem_my_pe(), me);
+    EQ(aclshmem_finalize(), ACLSHMEM_SUCCESS);
+    EQ(aclshmemx_init_status(), ACLSHMEM_STATUS_NOT_INITIALIZED);
+
+    if (failures == 0) std::printf("host: PE %d of %d ok\n", me, n);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,39 @@
+/* host_device/shmem_common_types.h (shmem-rs): CANN SHMEM's limits and common types, as CANN's
+ * header of this name declares them. Written from CANN's documented interface. */
+#ifndef SHMEM_RS_CANN_SHMEM_COMMON_TYPES_H
+#define SHMEM_RS_CANN_SHMEM_COMMON_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ACLSHMEM_MAX_PES 16384
+#define ACLSHMEM_MAX_TEAMS 2048
+#define ACLSHMEM_MAX_LOCAL_SIZE (40UL * 1024 * 1024 * 1024)
+#define ACLSHMEM_SIGNAL_SIZE 8
+#define ACLSHMEM_PAGE_SIZE (2UL * 1024 * 1024)
+#define ACLSHMEM_HEAP_ALIGNMENT_SIZE (1UL * 1024 * 1024 * 1024)
+#define TEAM_CONFIG_PADDING 48
+
+typedef int aclshmem_team_t;
+typedef uint64_t aclshmemx_team_uniqueid_t;
+
+/* 64 bytes. */
+typedef struct {
+    int32_t version;
+    int32_t num_contexts;
+    aclshmemx_team_uniqueid_t uniqueid;
+    char padding[TEAM_CONFIG_PADDING];
+} aclshmem_team_config_t;
+
+enum aclshmem_team_index_t { ACLSHMEM_TEAM_INVALID = -1, ACLSHMEM_TEAM_WORLD = 0 };
+enum aclshmem_signal_op_type_t { ACLSHMEM_SIGNAL_SET, ACLSHMEM_SIGNAL_ADD };
+enum aclshmem_cmp_op_type_t {
+    ACLSHMEM_CMP_EQ = 0,
+    ACLSHMEM_CMP_NE,
+    ACLSHMEM_CMP_GT,
+    ACLSHMEM_CMP_GE,
+    ACLSHMEM_CMP_LT,
+    ACLSHMEM_CMP_LE
+};
+
+#endif /* SHMEM_RS_CANN_SHMEM_COMMON_TYPES_H */

@@ -1,0 +1,35 @@
+//! CANN SHMEM's host ABI (`aclshmem_*`, `aclshmemx_*`) in the same `libshmem.so` as the
+//! OpenSHMEM ABI: CANN's `shmem_*` names are macros of its headers, not symbols, so the two never
+//! clash. Every call maps onto CANN's contract as the Rust layer `shmem_capi::cann` keeps it (the
+//! active instance, integer team handles, CANN's codes); the headers are
+//! `core/capi/include/cann/`.
+//!
+//! So far: init, finalize, information and the multi-instance context (`init.rs`), the queries
+//! and the symmetric heap (`heap.rs`), teams and barriers (`team.rs`). The RMA, signal and
+//! point-to-point families are not yet exported.
+
+use std::ffi::c_int;
+
+use shmem_core::{Error, Result};
+
+pub mod heap;
+pub mod init;
+pub mod team;
+pub mod types;
+
+/// Runs CANN entry `name`: 0, or CANN's code of the failure after logging it in one line.
+pub(crate) fn code(name: &str, f: impl FnOnce() -> Result<()>) -> c_int {
+    crate::boundary::enter();
+    match f() {
+        Ok(()) => 0,
+        Err(e) => failed(name, &e),
+    }
+}
+
+/// Logs a failed CANN call and gives its code.
+#[cold]
+pub(crate) fn failed(name: &str, e: &Error) -> c_int {
+    shmem_capi::log::init();
+    tracing::error!("{name}: {e} (code {})", e.code() as i32);
+    e.code() as c_int
+}
