@@ -4,9 +4,10 @@
 #
 #   core/capi/install.sh /opt/shmem
 #
-#   bin/      oshcc, oshCC, oshc++ (and oshcxx), oshrun (and shmemrun)
-#   include/  shmem.h
-#   lib/      libshmem.so (soname libshmem.so), libshmem.a,
+#   bin/      oshcc, oshCC, oshc++ (and oshcxx), oshrun (and shmemrun);
+#             aclshmem-cc, aclshmem-c++ (and aclshmem-cxx) for CANN host programs
+#   include/  shmem.h, shmemx.h; cann/ (CANN's shmem.h and host/ headers); acl/ (acl.h)
+#   lib/      libshmem.so (soname libshmem.so), libshmem.a, libascendcl.so (the ACL stand-in),
 #             pkgconfig/shmem.pc                    pkg-config --cflags --libs shmem
 #             cmake/shmem/shmemConfig.cmake         find_package(shmem) -> target shmem::shmem
 #
@@ -26,23 +27,27 @@ prefix="$(cd "$prefix" && pwd)"
 if [ -n "${SHMEM_INSTALL_FROM:-}" ]; then
     from="$SHMEM_INSTALL_FROM"
 else
-    (cd "$repo" && cargo build --release -p shmem-c --lib --bins)
+    (cd "$repo" && cargo build --release -p shmem-c --lib --bins && cargo build --release -p shmem-acl --lib)
     from="$repo/target/release"
 fi
-for artifact in libshmem.so libshmem.a oshcc oshCC oshcxx oshrun; do
+for artifact in libshmem.so libshmem.a libascendcl.so oshcc oshCC oshcxx oshrun aclshmem-cc aclshmem-cxx; do
     if [ ! -f "$from/$artifact" ]; then
-        echo "$0: $from/$artifact is missing; build with 'cargo build --release -p shmem-c'" >&2
+        echo "$0: $from/$artifact is missing; build with 'cargo build --release -p shmem-c -p shmem-acl'" >&2
         exit 1
     fi
 done
 version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' "$repo/Cargo.toml")"
 
 mkdir -p "$prefix/bin" "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/shmem"
-install -m 0755 "$from/oshcc" "$from/oshCC" "$from/oshcxx" "$from/oshrun" "$prefix/bin/"
+install -m 0755 "$from/oshcc" "$from/oshCC" "$from/oshcxx" "$from/oshrun" "$from/aclshmem-cc" "$from/aclshmem-cxx" "$prefix/bin/"
 ln -sf oshcxx "$prefix/bin/oshc++"
 ln -sf oshrun "$prefix/bin/shmemrun"
+ln -sf aclshmem-cxx "$prefix/bin/aclshmem-c++"
 install -m 0644 "$repo/core/capi/include/"*.h "$prefix/include/"
-install -m 0755 "$from/libshmem.so" "$prefix/lib/"
+(cd "$repo/core/capi/include" && find cann -name '*.h' -exec install -D -m 0644 {} "$prefix/include/{}" \;)
+mkdir -p "$prefix/include/acl"
+install -m 0644 "$repo/sim/acl/include/acl/"*.h "$prefix/include/acl/"
+install -m 0755 "$from/libshmem.so" "$from/libascendcl.so" "$prefix/lib/"
 install -m 0644 "$from/libshmem.a" "$prefix/lib/"
 
 # The system libraries a Rust static library needs (what `rustc --print native-static-libs`

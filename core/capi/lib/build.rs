@@ -1240,9 +1240,10 @@ const SETUP_PROTOS: &[&str] = &[
     "void shmem_alltoalls64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);",
 ];
 
-/// `oshc++` beside `oshCC` in `target/<profile>`: Cargo cannot name a binary with a `+`, and
-/// C++ users (and build systems that look for `oshc++`) expect it there once the package is
-/// built. The link is the only file this script writes outside `OUT_DIR`
+/// `oshc++` beside `oshCC` and `aclshmem-c++` beside `aclshmem-cxx` in `target/<profile>`:
+/// Cargo cannot name a binary with a `+`, and C++ users (and build systems that look for those
+/// names) expect them there once the package is built. The links are the only files this
+/// script writes outside `OUT_DIR`
 /// (`target/<profile>/build/shmem-c-*/out`); it may dangle until `oshCC` is linked.
 fn link_osh_cxx() {
     let Some(out) = std::env::var_os("OUT_DIR") else {
@@ -1251,10 +1252,12 @@ fn link_osh_cxx() {
     let Some(profile_dir) = std::path::Path::new(&out).ancestors().nth(3) else {
         return;
     };
-    let link = profile_dir.join("oshc++");
-    if std::fs::symlink_metadata(&link).is_err() {
-        // A failure (a read-only target directory) only leaves `oshCC` as the C++ wrapper.
-        let _ = std::os::unix::fs::symlink("oshCC", &link);
+    for (link, to) in [("oshc++", "oshCC"), ("aclshmem-c++", "aclshmem-cxx")] {
+        let link = profile_dir.join(link);
+        if std::fs::symlink_metadata(&link).is_err() {
+            // A failure (a read-only target directory) only leaves the `CC`/`cxx` name.
+            let _ = std::os::unix::fs::symlink(to, &link);
+        }
     }
 }
 

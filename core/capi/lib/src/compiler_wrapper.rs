@@ -1,28 +1,36 @@
-//! The compiler wrapper behind `oshcc` (C), `oshCC` and `oshcxx` (C++): compile and link an OpenSHMEM program against this
-//! project's headers and `libshmem.so`.
+//! The compiler wrapper behind `oshcc` (C), `oshCC` and `oshcxx` (C++): compile and link an
+//! OpenSHMEM program against this project's headers and `libshmem.so`; and behind
+//! `aclshmem-cc` and `aclshmem-cxx` (`aclshmem-c++`): a CANN SHMEM host program against CANN's
+//! headers (`include/cann`), the ACL stand-in's (`acl/acl.h`), `libshmem.so` and
+//! `libascendcl.so`.
 //!
 //! ```text
 //! oshcc -O2 -o hello hello.c       # cc -O2 -o hello hello.c -I<include> -L<lib> -Wl,-rpath,<lib> -lshmem
 //! oshcc -show                      # prints the command instead of running it
+//! aclshmem-c++ -o host host.cpp    # c++ -o host host.cpp -I<include>/cann -I<acl> -L<lib> … -lshmem -lascendcl
 //! ```
 //!
-//! Used in place (after `cargo build`), the headers are `core/capi/include/` and the library
-//! sits beside the tool in `target/<profile>/`; in an installed prefix they are
-//! `<prefix>/include` and `<prefix>/lib`. `OSHCC_CC` and `OSHCC_CXX` choose the compilers.
+//! Used in place (after `cargo build`), the headers are `core/capi/include/` (and
+//! `sim/acl/include/`) and the libraries sit beside the tool in `target/<profile>/`; in an
+//! installed prefix they are `<prefix>/include` and `<prefix>/lib`. `OSHCC_CC` and `OSHCC_CXX`
+//! choose the compilers.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-/// Where the headers and the library are, for a tool at `exe`.
-fn locate(exe: &Path) -> (PathBuf, PathBuf) {
+/// Where the headers (OpenSHMEM's, and the ACL stand-in's) and the libraries are, for a tool
+/// at `exe`.
+fn locate(exe: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let dir = exe.parent().unwrap_or(Path::new("."));
     let prefix = dir.parent().unwrap_or(dir);
     let installed = (prefix.join("include/shmem.h"), prefix.join("lib"));
     if installed.0.is_file() && installed.1.join("libshmem.so").is_file() {
-        return (prefix.join("include"), installed.1);
+        return (prefix.join("include"), prefix.join("include"), installed.1);
     }
-    let in_tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("../include");
-    (in_tree, dir.to_path_buf())
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let in_tree = manifest.join("../include");
+    let acl = manifest.join("../../../sim/acl/include");
+    (in_tree, acl, dir.to_path_buf())
 }
 
 /// Runs the wrapper for the tool this process was started as.
@@ -33,12 +41,13 @@ pub(crate) fn main() -> ExitCode {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let cxx = name.contains("CC") || name.contains("cxx") || name.contains("++");
+    let cann = name.starts_with("aclshmem");
     let compiler = if cxx {
         std::env::var("OSHCC_CXX").unwrap_or_else(|_| "c++".into())
     } else {
         std::env::var("OSHCC_CC").unwrap_or_else(|_| "cc".into())
     };
-    let (include, lib) = locate(&exe);
+    let (include, acl_include, lib) = locate(&exe);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let show = args.iter().any(|a| a == "-show" || a == "--show");
     let user: Vec<&String> = args
@@ -49,11 +58,20 @@ pub(crate) fn main() -> ExitCode {
         .iter()
         .any(|a| matches!(a.as_str(), "-c" | "-S" | "-E" | "-M" | "-MM"));
     let mut cmd = Command::new(&compiler);
-    cmd.args(&user).arg(format!("-I{}", include.display()));
+    if cann {
+        cmd.args(&user)
+            .arg(format!("-I{}", include.join("cann").display()))
+            .arg(format!("-I{}", acl_include.display()));
+    } else {
+        cmd.args(&user).arg(format!("-I{}", include.display()));
+    }
     if link {
         cmd.arg(format!("-L{}", lib.display()))
             .arg(format!("-Wl,-rpath,{}", lib.display()))
             .arg("-lshmem");
+        if cann {
+            cmd.arg("-lascendcl");
+        }
     }
     if show {
         let shown: Vec<String> = std::iter::once(compiler.clone())

@@ -367,9 +367,35 @@ fn an_installed_prefix_serves_oshcc_pkg_config_cmake_and_static_linking() {
             .arg(&prefix)
             .env("SHMEM_INSTALL_FROM", target_dir()),
     );
-    for tool in ["oshcc", "oshCC", "oshc++", "oshcxx", "oshrun", "shmemrun"] {
+    for tool in [
+        "oshcc",
+        "oshCC",
+        "oshc++",
+        "oshcxx",
+        "oshrun",
+        "shmemrun",
+        "aclshmem-cc",
+        "aclshmem-c++",
+    ] {
         assert!(prefix.join("bin").join(tool).exists(), "no bin/{tool}");
     }
+    for file in [
+        "include/cann/shmem.h",
+        "include/cann/host/init/shmem_host_init.h",
+        "include/acl/acl.h",
+        "lib/libascendcl.so",
+    ] {
+        assert!(prefix.join(file).exists(), "no {file}");
+    }
+    // The installed CANN wrapper finds the installed CANN and ACL headers and libraries.
+    let cann_exe = dir.join("cann-layout");
+    succeeds(
+        Command::new(prefix.join("bin/aclshmem-cc"))
+            .args(["-std=c11", "-o"])
+            .arg(&cann_exe)
+            .arg(repo().join("conformance/cann/layout.c")),
+    );
+    assert!(succeeds(&mut Command::new(&cann_exe)).contains("layout: ok"));
     let soname = succeeds(
         Command::new("readelf")
             .arg("-d")

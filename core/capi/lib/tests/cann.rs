@@ -11,7 +11,7 @@ use common::{repo, target_dir, temp_dir, text};
 
 /// A port that was free a moment ago, with the two above it free too (instance 0 on the
 /// first; `SHMEM_INSTANCE_PORT_RANGE` starting at the second, so instance 1 gets the third).
-fn three_free_ports() -> u16 {
+pub(crate) fn three_free_ports() -> u16 {
     loop {
         let p = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -27,21 +27,23 @@ fn three_free_ports() -> u16 {
 fn a_cann_host_program_runs_its_init_heap_team_and_multi_instance_flow() {
     let dir = temp_dir("cann-host");
     let exe = dir.join("host");
-    let lib = target_dir();
-    let out = Command::new("c++")
+    // The CANN-style wrapper `aclshmem-c++` (a link the build script makes to `aclshmem-cxx`).
+    let out = Command::new(target_dir().join("aclshmem-c++"))
         .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-o"])
         .arg(&exe)
         .arg(repo().join("conformance/cann/host.cpp"))
-        .arg(format!(
-            "-I{}",
-            repo().join("core/capi/include/cann").display()
-        ))
-        .arg(format!("-L{}", lib.display()))
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lshmem")
         .output()
-        .expect("c++ runs");
+        .expect("aclshmem-c++ runs");
     assert!(out.status.success(), "{}", text(&out));
+    let shown = Command::new(env!("CARGO_BIN_EXE_aclshmem-cxx"))
+        .args(["-show", "x.cpp"])
+        .output()
+        .expect("aclshmem-cxx runs");
+    let shown = text(&shown);
+    assert!(
+        shown.contains("include/cann") && shown.contains("-lshmem -lascendcl"),
+        "{shown}"
+    );
     for n in [1, 2, 4] {
         let port = three_free_ports();
         let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
@@ -71,20 +73,12 @@ fn a_cann_host_program_runs_its_init_heap_team_and_multi_instance_flow() {
 fn cann_headers_from_plain_c_have_cann_layouts_and_values() {
     let dir = temp_dir("cann-layout");
     let exe = dir.join("layout");
-    let lib = target_dir();
-    let out = Command::new("cc")
+    let out = Command::new(target_dir().join("aclshmem-cc"))
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-o"])
         .arg(&exe)
         .arg(repo().join("conformance/cann/layout.c"))
-        .arg(format!(
-            "-I{}",
-            repo().join("core/capi/include/cann").display()
-        ))
-        .arg(format!("-L{}", lib.display()))
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lshmem")
         .output()
-        .expect("cc runs");
+        .expect("aclshmem-cc runs");
     assert!(out.status.success(), "{}", text(&out));
     let run = Command::new(&exe).output().expect("the program runs");
     assert!(

@@ -25,7 +25,16 @@ pub(crate) fn target_dir() -> PathBuf {
             let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
             let profile = if profile == "debug" { "dev" } else { profile };
             let out = Command::new(env!("CARGO"))
-                .args(["build", "-p", "shmem-c", "--lib", "--profile", profile])
+                .args([
+                    "build",
+                    "-p",
+                    "shmem-c",
+                    "-p",
+                    "shmem-acl",
+                    "--lib",
+                    "--profile",
+                    profile,
+                ])
                 .current_dir(env!("CARGO_MANIFEST_DIR"))
                 .output()
                 .expect("cargo runs");

@@ -1,0 +1,10 @@
+//! `aclshmem-cc`: compile and link a CANN SHMEM host program in C against CANN's headers, the
+//! ACL stand-in's, `libshmem.so` and `libascendcl.so` (see `src/compiler_wrapper.rs`;
+//! `aclshmem-cc -show` prints the command).
+
+#[path = "../compiler_wrapper.rs"]
+mod compiler_wrapper;
+
+fn main() -> std::process::ExitCode {
+    compiler_wrapper::main()
+}
