@@ -4,7 +4,9 @@
 // active-instance switch, finalize by id, unknown ids). Each PE passes its own my_pe, n_pes and
 // ip_port, as CANN's examples do; started by shmemrun, it takes them from SHMEMRUN_PE and
 // SHMEMRUN_NPES, and the port from CANN_TEST_PORT (instance 1's from
-// SHMEM_INSTANCE_PORT_RANGE).
+// SHMEM_INSTANCE_PORT_RANGE). Built with aclshmem-c++, it runs CANN's usual ACL flow around
+// SHMEM: aclInit, aclrtSetDevice (one simulated NPU per PE), ..., aclrtResetDevice, aclFinalize.
+#include <acl/acl.h>
 #include <shmem.h>
 
 #include <cstddef>
@@ -39,6 +41,9 @@ int main() {
     const int me = std::atoi(std::getenv("SHMEMRUN_PE"));
     const int n = std::atoi(std::getenv("SHMEMRUN_NPES"));
     const char *port = std::getenv("CANN_TEST_PORT");
+
+    EQ(aclInit(nullptr), ACL_SUCCESS);
+    EQ(aclrtSetDevice(me), ACL_SUCCESS);
 
     // CANN's C++ defaults.
     aclshmemx_init_attr_t attr;
@@ -90,6 +95,11 @@ int main() {
     aclshmem_info_get_name(name);
     CHECK(std::strcmp(name, "ACLSHMEM v1.1.1") == 0, "name %s", name);
     EQ(aclshmemx_set_conf_store_tls(false, nullptr, 0), 0);
+    // CANN's shmem_* aliases are macros of the same calls (no clash with OpenSHMEM's symbols).
+    EQ(shmem_my_pe(), me);
+    EQ(shmem_n_pes(), n);
+    shmem_init_attr_t *same = &attr;
+    CHECK(same == &attr, "the type alias");
 
     void *p = aclshmem_malloc(256);
     void *z = aclshmem_calloc(16, 8);
@@ -158,6 +168,8 @@ int main() {
     EQ(aclshmem_my_pe(), me);
     EQ(aclshmem_finalize(), ACLSHMEM_SUCCESS);
     EQ(aclshmemx_init_status(), ACLSHMEM_STATUS_NOT_INITIALIZED);
+    EQ(aclrtResetDevice(me), ACL_SUCCESS);
+    EQ(aclFinalize(), ACL_SUCCESS);
 
     if (failures == 0) std::printf("host: PE %d of %d ok\n", me, n);
     return failures ? 1 : 0;

@@ -142,6 +142,15 @@ typedef struct {
     void *instance;
 } aclshmem_instance_ctx;
 
+/* CANN's shmem_* aliases of these types (macros). */
+#define shmem_error_code_t aclshmem_error_code_t
+#define shmemx_bootstrap_t aclshmemx_bootstrap_t
+#define shmem_init_status_t aclshmemx_init_status_t
+#define shmem_init_optional_attr_t aclshmem_init_optional_attr_t
+#define shmem_init_attr_t aclshmemx_init_attr_t
+#define shmem_uniqueid_t aclshmemx_uniqueid_t
+#define shmem_decrypt_handler aclshmem_decrypt_handler
+
 #ifdef __cplusplus
 }
 #endif

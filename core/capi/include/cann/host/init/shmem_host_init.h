@@ -26,6 +26,18 @@ ACLSHMEM_HOST_API int32_t aclshmemx_set_conf_store_tls(bool enable, const char *
 ACLSHMEM_HOST_API aclshmem_instance_ctx *aclshmemx_instance_ctx_get(void);
 ACLSHMEM_HOST_API int aclshmemx_instance_ctx_set(uint64_t instance_id);
 
+
+/* CANN's shmem_* aliases of these calls (macros, not symbols). */
+#define shmem_init_status aclshmemx_init_status
+#define shmem_set_attr_uniqueid_args aclshmemx_set_attr_uniqueid_args
+#define shmem_init_attr aclshmemx_init_attr
+#define shmem_finalize aclshmem_finalize
+#define shmem_info_get_version aclshmem_info_get_version
+#define shmem_info_get_name aclshmem_info_get_name
+#define shmem_set_config_store_tls_key aclshmemx_set_config_store_tls_key
+#define shmem_global_exit aclshmem_global_exit
+#define shmem_set_conf_store_tls aclshmemx_set_conf_store_tls
+
 #ifdef __cplusplus
 }
 #endif

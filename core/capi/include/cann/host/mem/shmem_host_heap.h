@@ -20,6 +20,13 @@ ACLSHMEM_HOST_API void *aclshmemx_align(size_t alignment, size_t size,
 ACLSHMEM_HOST_API void aclshmemx_free(void *ptr, aclshmem_mem_type_t mem_type ACLSHMEM_DEFAULT_ARG(DEVICE_SIDE));
 ACLSHMEM_HOST_API void *aclshmemx_get_heap_base(aclshmem_mem_type_t mem_type ACLSHMEM_DEFAULT_ARG(DEVICE_SIDE));
 
+
+/* CANN's shmem_* aliases of these calls (macros, not symbols). */
+#define shmem_malloc aclshmem_malloc
+#define shmem_calloc aclshmem_calloc
+#define shmem_align aclshmem_align
+#define shmem_free aclshmem_free
+
 #ifdef __cplusplus
 }
 #endif

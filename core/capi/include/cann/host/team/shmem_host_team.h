@@ -20,6 +20,18 @@ ACLSHMEM_HOST_API int aclshmem_team_translate_pe(aclshmem_team_t src_team, int s
 ACLSHMEM_HOST_API void aclshmem_team_destroy(aclshmem_team_t team);
 ACLSHMEM_HOST_API int aclshmem_team_get_config(aclshmem_team_t team, aclshmem_team_config_t *config);
 
+
+/* CANN's shmem_* aliases of these calls (macros, not symbols). */
+#define shmem_team_split_strided aclshmem_team_split_strided
+#define shmem_team_split_2d aclshmem_team_split_2d
+#define shmem_team_translate_pe aclshmem_team_translate_pe
+#define shmem_team_destroy aclshmem_team_destroy
+#define shmem_my_pe aclshmem_my_pe
+#define shmem_n_pes aclshmem_n_pes
+#define shmem_team_my_pe aclshmem_team_my_pe
+#define shmem_team_n_pes aclshmem_team_n_pes
+#define shmem_team_get_config aclshmem_team_get_config
+
 #ifdef __cplusplus
 }
 #endif
