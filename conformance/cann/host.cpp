@@ -118,6 +118,45 @@ int main() {
     aclshmem_free(p);
     aclshmem_free(nullptr);
 
+    // Host RMA: kernels on the default stream, complete at the next barrier. Both sides are
+    // symmetric memory (CANN's kernels read and write global memory).
+    const int next = (me + 1) % n, prev = (me + n - 1) % n;
+    const bool strict = std::getenv("SHMEM_SIM_STRICT") && std::strcmp(std::getenv("SHMEM_SIM_STRICT"), "1") == 0;
+    auto *src = static_cast<int64_t *>(aclshmem_calloc(8, sizeof(int64_t)));
+    auto *dst = static_cast<int64_t *>(aclshmem_calloc(8, sizeof(int64_t)));
+    auto *flag = static_cast<int32_t *>(aclshmem_calloc(2, sizeof(int32_t)));
+    CHECK(src && dst && flag, "symmetric buffers");
+    aclshmem_int32_p(flag, 7, me);
+    const int32_t before = aclshmem_int32_g(flag, me); // not ordered after the queued p
+    if (strict) EQ(before, 0); // strict mode: queued work runs only at a synchronisation
+    aclshmem_barrier_all();
+    EQ(aclshmem_int32_g(flag, me), 7);
+    for (int i = 0; i < 8; i++) aclshmem_int64_p(src + i, 0x0123456789ABCDEFLL + me * 16 + i, me);
+    aclshmem_barrier_all();
+    aclshmem_int64_put(dst + 1, src, 6, next); // dst[0] and dst[7] stay 0
+    aclshmem_barrier_all();
+    for (int i = 0; i < 8; i++) {
+        const int64_t want = (i == 0 || i == 7) ? 0 : 0x0123456789ABCDEFLL + prev * 16 + (i - 1);
+        CHECK(aclshmem_int64_g(dst + i, me) == want, "put from PE %d, element %d", prev, i);
+    }
+    aclshmem_int64_get(dst, src + 4, 2, next); // dst[0..2] = next's src[4..6]
+    aclshmem_barrier_all();
+    EQ(aclshmem_int64_g(dst, me), 0x0123456789ABCDEFLL + next * 16 + 4);
+    aclrtStream stream = nullptr;
+    EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+    aclshmemx_putmem_on_stream(flag + 1, flag, sizeof(int32_t), next, stream);
+    EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    aclshmem_barrier_all();
+    EQ(aclshmem_int32_g(flag + 1, me), 7);
+    EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+    int64_t on_stack[2] = {1, 2};
+    aclshmem_int64_put(dst, on_stack, 2, next); // host memory: refused, logged
+    aclshmem_barrier_all();
+    EQ(aclshmem_int64_g(dst, me), 0x0123456789ABCDEFLL + next * 16 + 4);
+    aclshmem_free(flag);
+    aclshmem_free(dst);
+    aclshmem_free(src);
+
     // Teams on instance 0.
     aclshmem_team_t evens = -2;
     EQ(aclshmem_team_split_strided(ACLSHMEM_TEAM_WORLD, 0, 2, (n + 1) / 2, &evens), ACLSHMEM_SUCCESS);

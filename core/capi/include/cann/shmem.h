@@ -1,7 +1,7 @@
 /* shmem.h (shmem-rs): CANN SHMEM's host API, as CANN's include/shmem.h gathers it. This is the
  * CANN header, not OpenSHMEM's (core/capi/include/shmem.h): compile with -I core/capi/include/cann
  * and link libshmem.so (and libascendcl.so). Written by shmem-rs from CANN's documented
- * interface; the RMA (but aclshmem_ptr), signal and point-to-point calls are not yet part of it. */
+ * interface; the strided and sized RMA, signal and point-to-point calls are not yet part of it. */
 #ifndef SHMEM_RS_CANN_SHMEM_H
 #define SHMEM_RS_CANN_SHMEM_H
 

@@ -44,7 +44,7 @@ fn a_cann_host_program_runs_its_init_heap_team_and_multi_instance_flow() {
         shown.contains("include/cann") && shown.contains("-lshmem -lascendcl"),
         "{shown}"
     );
-    for n in [1, 2, 4] {
+    for (n, strict) in [(1, "0"), (2, "0"), (4, "0"), (2, "1")] {
         let port = three_free_ports();
         let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
             .args(["-n", &n.to_string(), "--timeout", "120", "--"])
@@ -55,6 +55,7 @@ fn a_cann_host_program_runs_its_init_heap_team_and_multi_instance_flow() {
                 format!("{}:{}", port + 1, port + 2),
             )
             .env("SHMEM_TIMEOUT", "60")
+            .env("SHMEM_SIM_STRICT", strict)
             .output()
             .expect("the launcher runs");
         let t = text(&out);

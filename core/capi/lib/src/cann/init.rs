@@ -153,6 +153,7 @@ pub unsafe extern "C" fn aclshmemx_init_attr(
 /// `aclshmem_finalize`: releases the active instance.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_finalize() -> c_int {
+    super::rma::forget(cann::instance_ctx_get());
     code("aclshmem_finalize", cann::finalize)
 }
 

@@ -5,8 +5,9 @@
 //! `core/capi/include/cann/`.
 //!
 //! So far: init, finalize, information and the multi-instance context (`init.rs`), the queries
-//! and the symmetric heap (`heap.rs`), teams and barriers (`team.rs`). The RMA, signal and
-//! point-to-point families are not yet exported.
+//! and the symmetric heap (`heap.rs`), teams and barriers (`team.rs`), and the contiguous RMA
+//! (`rma.rs`). The strided and sized RMA, signal and point-to-point families are not yet
+//! exported.
 
 use std::ffi::c_int;
 
@@ -14,6 +15,7 @@ use shmem_core::{Error, Result};
 
 pub mod heap;
 pub mod init;
+pub mod rma;
 pub mod team;
 pub mod types;
 

@@ -135,26 +135,47 @@ fn void(name: &str, r: shmem_core::Result<()>) {
     }
 }
 
+// The barriers complete the work queued on the default stream first, as CANN's (launched on
+// the default stream, then synchronised) do.
+
 /// `aclshmem_barrier`: `ACLSHMEM_TEAM_INVALID` is a no-op.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_barrier(team: aclshmem_team_t) {
-    void("aclshmem_barrier", cann::barrier(team));
+    if team == cann::TEAM_INVALID {
+        return;
+    }
+    void(
+        "aclshmem_barrier",
+        super::rma::synchronize_default().and_then(|()| cann::barrier(team)),
+    );
 }
 
 /// `aclshmem_barrier_all`.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_barrier_all() {
-    void("aclshmem_barrier_all", cann::barrier_all());
+    void(
+        "aclshmem_barrier_all",
+        super::rma::synchronize_default().and_then(|()| cann::barrier_all()),
+    );
 }
 
 /// `aclshmem_sync` (CANN's barrier).
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_sync(team: aclshmem_team_t) {
-    void("aclshmem_sync", cann::sync(team));
+    if team == cann::TEAM_INVALID {
+        return;
+    }
+    void(
+        "aclshmem_sync",
+        super::rma::synchronize_default().and_then(|()| cann::sync(team)),
+    );
 }
 
 /// `aclshmem_sync_all`.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_sync_all() {
-    void("aclshmem_sync_all", cann::sync_all());
+    void(
+        "aclshmem_sync_all",
+        super::rma::synchronize_default().and_then(|()| cann::sync_all()),
+    );
 }

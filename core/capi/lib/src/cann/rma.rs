@@ -1,0 +1,437 @@
+//! CANN's host RMA (`host/data_plane/shmem_host_rma.h`): the typed `put`, `put_nbi`, `get`,
+//! `get_nbi`, `p` and `g` for CANN's 11 RMA types, `putmem`/`getmem` (and `_nbi`), their
+//! `_on_stream` forms and `aclshmemx_quiet_on_stream`.
+//!
+//! As in CANN, a host RMA call is a kernel launched on a stream (the active instance's default
+//! stream, or the one given): it returns at once and completes asynchronously, in stream order;
+//! no host RMA call synchronises the stream. The barriers do (`team.rs`), and so does
+//! `aclrtSynchronizeStream` for a given stream. `aclshmem_<T>_g` is a synchronous read of the
+//! peer's memory, not ordered after queued puts, as in CANN. Under the simulator's strict mode
+//! (`SHMEM_SIM_STRICT=1`) queued work runs only when the stream is synchronised, so a result read
+//! before a barrier is stale every time, as it can be on an NPU.
+//!
+//! Both sides of a put or get are symmetric memory of the instance (the heap), as CANN's kernels
+//! read and write global memory; a source or destination outside it (host memory, or device
+//! memory from `aclrtMalloc`) is refused with `INVALID_PARAM` (device-memory operands are not
+//! yet supported).
+
+use std::collections::BTreeMap;
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, Mutex};
+
+use shmem_capi::cann;
+use shmem_core::{Context, Error, Instance, Result, Stream};
+
+use super::failed;
+
+/// The active instance's default stream and the context whose work runs on it.
+struct DefaultStream {
+    stream: Stream,
+    ctx: Context,
+}
+
+/// The default stream of each instance that has one (made at its first RMA call).
+static DEFAULTS: Mutex<BTreeMap<u64, Arc<DefaultStream>>> = Mutex::new(BTreeMap::new());
+
+fn defaults() -> std::sync::MutexGuard<'static, BTreeMap<u64, Arc<DefaultStream>>> {
+    DEFAULTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The default stream of `inst`.
+fn default_stream(inst: &Instance) -> Result<Arc<DefaultStream>> {
+    let mut all = defaults();
+    if let Some(d) = all.get(&inst.id()) {
+        return Ok(d.clone());
+    }
+    let stream = Stream::new();
+    let ctx = inst.stream_ctx(&stream)?;
+    let d = Arc::new(DefaultStream { stream, ctx });
+    all.insert(inst.id(), d.clone());
+    Ok(d)
+}
+
+/// Completes the work queued on the active instance's default stream (before a barrier).
+pub(crate) fn synchronize_default() -> Result<()> {
+    let Ok(inst) = cann::active() else {
+        return Ok(());
+    };
+    let d = defaults().get(&inst.id()).cloned();
+    match d {
+        Some(d) => d.stream.synchronize(),
+        None => Ok(()),
+    }
+}
+
+/// Completes and forgets instance `id`'s default stream (at its finalize).
+pub(crate) fn forget(id: u64) {
+    if let Some(d) = defaults().remove(&id) {
+        let _ = d.stream.synchronize();
+    }
+}
+
+/// The stream an `aclrtStream` names: NULL is the default stream.
+///
+/// # Safety
+///
+/// `stream` is NULL or a live stream of the ACL runtime stand-in (`aclrtCreateStream`), which
+/// is a handle of the simulator's stream executor.
+unsafe fn context_for(inst: &Instance, stream: *mut c_void) -> Result<Context> {
+    if stream.is_null() {
+        // A context of its own on the default stream: the same stream, so the same order.
+        return inst.stream_ctx(&default_stream(inst)?.stream);
+    }
+    // SAFETY: a live `aclrtStream` is a pointer from `shmem_sim::Stream::into_raw`.
+    let s = unsafe { shmem_sim::Stream::from_raw(stream) };
+    inst.stream_ctx(&Stream::Sim(s))
+}
+
+/// The heap view of `len` bytes at symmetric address `p` of `inst`, on `ctx`.
+fn symmetric<'a>(
+    ctx: &'a Context,
+    p: *const c_void,
+    len: usize,
+    what: &str,
+) -> Result<shmem_core::SymSlice<'a, u8>> {
+    ctx.as_ref().view_at(p.cast::<u8>(), len).map_err(|_| {
+        Error::InvalidParam(format!(
+            "the {what} ({len} bytes at {p:p}) is not symmetric memory of the instance (device memory from aclrtMalloc is not yet supported)"
+        ))
+    })
+}
+
+/// Runs a void RMA call, logging a failure.
+fn run(name: &str, f: impl FnOnce() -> Result<()>) {
+    crate::boundary::enter();
+    if let Err(e) = f() {
+        failed(name, &e);
+    }
+}
+
+/// A put of `len` bytes from symmetric `src` to symmetric `dst` on `pe`, on `stream` (NULL:
+/// the default stream).
+///
+/// # Safety
+///
+/// As for [`context_for`].
+pub(crate) unsafe fn put(
+    name: &str,
+    dst: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    pe: c_int,
+    stream: *mut c_void,
+) {
+    run(name, || {
+        if len == 0 {
+            return Ok(());
+        }
+        let inst = cann::active()?;
+        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        // SAFETY: forwarded.
+        let ctx = unsafe { context_for(&inst, stream) }?;
+        let to = symmetric(&ctx, dst, len, "destination")?;
+        let from = symmetric(&ctx, src, len, "source")?;
+        to.put_from(from, pe)
+    });
+}
+
+/// A get of `len` bytes from symmetric `src` on `pe` into symmetric `dst`, on `stream`.
+///
+/// # Safety
+///
+/// As for [`context_for`].
+pub(crate) unsafe fn get(
+    name: &str,
+    dst: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    pe: c_int,
+    stream: *mut c_void,
+) {
+    run(name, || {
+        if len == 0 {
+            return Ok(());
+        }
+        let inst = cann::active()?;
+        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        // SAFETY: forwarded.
+        let ctx = unsafe { context_for(&inst, stream) }?;
+        let from = symmetric(&ctx, src, len, "source")?;
+        let to = symmetric(&ctx, dst, len, "destination")?;
+        from.get_into(to, pe)
+    });
+}
+
+/// `aclshmem_<T>_p`: the value, copied now, put on `pe` in stream order.
+pub(crate) fn p<T: bytemuck::Pod>(name: &str, dst: *mut T, value: T, pe: c_int) {
+    run(name, || {
+        let inst = cann::active()?;
+        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        let d = default_stream(&inst)?;
+        let to = d.ctx.as_ref().view_at(dst.cast_const(), 1)?;
+        to.p(0, value, pe)
+    });
+}
+
+/// `aclshmem_<T>_g`: a synchronous read of `pe`'s element, not ordered after queued puts.
+pub(crate) fn g<T: bytemuck::Pod + Default>(name: &str, src: *const T, pe: c_int) -> T {
+    crate::boundary::enter();
+    let r = (|| {
+        let inst = cann::active()?;
+        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        inst.default_ctx().view_at(src, 1)?.g(0, pe)
+    })();
+    r.unwrap_or_else(|e| {
+        failed(name, &e);
+        T::default()
+    })
+}
+
+macro_rules! typed {
+    ($($name:ident: $t:ty;)*) => {$(
+        paste_typed!($name, $t);
+    )*};
+}
+
+macro_rules! paste_typed {
+    ($name:ident, $t:ty) => {
+        #[doc = concat!("CANN's RMA on `", stringify!($t), "` (`aclshmem_", stringify!($name), "_*`).")]
+        pub mod $name {
+            use super::*;
+
+            #[doc = concat!("`aclshmem_", stringify!($name), "_put`: `nelems` elements, on the default stream.")]
+            ///
+            /// # Safety
+            ///
+            /// CANN's contract: both are symmetric addresses.
+            #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_put"))]
+            pub unsafe extern "C" fn put(dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int) {
+                let len = nelems.saturating_mul(size_of::<$t>());
+                // SAFETY: the default stream.
+                unsafe { super::put(concat!("aclshmem_", stringify!($name), "_put"), dest.cast(), source.cast_const().cast(), len, pe, std::ptr::null_mut()) }
+            }
+
+            #[doc = concat!("`aclshmem_", stringify!($name), "_put_nbi`.")]
+            ///
+            /// # Safety
+            ///
+            /// As for the blocking form.
+            #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_put_nbi"))]
+            pub unsafe extern "C" fn put_nbi(dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int) {
+                let len = nelems.saturating_mul(size_of::<$t>());
+                // SAFETY: the default stream.
+                unsafe { super::put(concat!("aclshmem_", stringify!($name), "_put_nbi"), dest.cast(), source.cast_const().cast(), len, pe, std::ptr::null_mut()) }
+            }
+
+            #[doc = concat!("`aclshmem_", stringify!($name), "_get`.")]
+            ///
+            /// # Safety
+            ///
+            /// CANN's contract: both are symmetric addresses.
+            #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_get"))]
+            pub unsafe extern "C" fn get(dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int) {
+                let len = nelems.saturating_mul(size_of::<$t>());
+                // SAFETY: the default stream.
+                unsafe { super::get(concat!("aclshmem_", stringify!($name), "_get"), dest.cast(), source.cast_const().cast(), len, pe, std::ptr::null_mut()) }
+            }
+
+            #[doc = concat!("`aclshmem_", stringify!($name), "_get_nbi`.")]
+            ///
+            /// # Safety
+            ///
+            /// As for the blocking form.
+            #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_get_nbi"))]
+            pub unsafe extern "C" fn get_nbi(dest: *mut $t, source: *mut $t, nelems: usize, pe: c_int) {
+                let len = nelems.saturating_mul(size_of::<$t>());
+                // SAFETY: the default stream.
+                unsafe { super::get(concat!("aclshmem_", stringify!($name), "_get_nbi"), dest.cast(), source.cast_const().cast(), len, pe, std::ptr::null_mut()) }
+            }
+
+            #[doc = concat!("`aclshmem_", stringify!($name), "_p`.")]
+            #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_p"))]
+            pub extern "C" fn p(dst: *mut $t, value: $t, pe: c_int) {
+                super::p(concat!("aclshmem_", stringify!($name), "_p"), dst, value, pe)
+            }
+
+            #[doc = concat!("`aclshmem_", stringify!($name), "_g`.")]
+            #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_g"))]
+            pub extern "C" fn g(src: *mut $t, pe: i32) -> $t {
+                super::g(concat!("aclshmem_", stringify!($name), "_g"), src.cast_const(), pe)
+            }
+        }
+    };
+}
+
+typed! {
+    float: f32;
+    double: f64;
+    int8: i8;
+    int16: i16;
+    int32: i32;
+    int64: i64;
+    uint8: u8;
+    uint16: u16;
+    uint32: u32;
+    uint64: u64;
+    char: std::ffi::c_char;
+}
+
+/// `aclshmem_putmem`: `elem_size` bytes, on the default stream.
+///
+/// # Safety
+///
+/// CANN's contract: both are symmetric addresses.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aclshmem_putmem(
+    dst: *mut c_void,
+    src: *mut c_void,
+    elem_size: usize,
+    pe: i32,
+) {
+    // SAFETY: the default stream.
+    unsafe {
+        put(
+            "aclshmem_putmem",
+            dst,
+            src,
+            elem_size,
+            pe,
+            std::ptr::null_mut(),
+        )
+    }
+}
+
+/// `aclshmem_getmem`.
+///
+/// # Safety
+///
+/// CANN's contract: both are symmetric addresses.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aclshmem_getmem(
+    dst: *mut c_void,
+    src: *mut c_void,
+    elem_size: usize,
+    pe: i32,
+) {
+    // SAFETY: the default stream.
+    unsafe {
+        get(
+            "aclshmem_getmem",
+            dst,
+            src,
+            elem_size,
+            pe,
+            std::ptr::null_mut(),
+        )
+    }
+}
+
+/// `aclshmem_putmem_nbi`.
+///
+/// # Safety
+///
+/// CANN's contract: both are symmetric addresses.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aclshmem_putmem_nbi(
+    dst: *mut c_void,
+    src: *mut c_void,
+    elem_size: usize,
+    pe: i32,
+) {
+    // SAFETY: the default stream.
+    unsafe {
+        put(
+            "aclshmem_putmem_nbi",
+            dst,
+            src,
+            elem_size,
+            pe,
+            std::ptr::null_mut(),
+        )
+    }
+}
+
+/// `aclshmem_getmem_nbi`.
+///
+/// # Safety
+///
+/// CANN's contract: both are symmetric addresses.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aclshmem_getmem_nbi(
+    dst: *mut c_void,
+    src: *mut c_void,
+    elem_size: usize,
+    pe: i32,
+) {
+    // SAFETY: the default stream.
+    unsafe {
+        get(
+            "aclshmem_getmem_nbi",
+            dst,
+            src,
+            elem_size,
+            pe,
+            std::ptr::null_mut(),
+        )
+    }
+}
+
+/// `aclshmemx_putmem_on_stream`: on `stream` (NULL: the default stream).
+///
+/// # Safety
+///
+/// `stream` is NULL or a live `aclrtStream`; both addresses are symmetric.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aclshmemx_putmem_on_stream(
+    dst: *mut c_void,
+    src: *mut c_void,
+    elem_size: usize,
+    pe: i32,
+    stream: *mut c_void,
+) {
+    // SAFETY: forwarded.
+    unsafe {
+        put(
+            "aclshmemx_putmem_on_stream",
+            dst,
+            src,
+            elem_size,
+            pe,
+            stream,
+        )
+    }
+}
+
+/// `aclshmemx_getmem_on_stream`.
+///
+/// # Safety
+///
+/// As for [`aclshmemx_putmem_on_stream`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aclshmemx_getmem_on_stream(
+    dst: *mut c_void,
+    src: *mut c_void,
+    elem_size: usize,
+    pe: i32,
+    stream: *mut c_void,
+) {
+    // SAFETY: forwarded.
+    unsafe {
+        get(
+            "aclshmemx_getmem_on_stream",
+            dst,
+            src,
+            elem_size,
+            pe,
+            stream,
+        )
+    }
+}
+
+/// `aclshmemx_quiet_on_stream`: a quiet in `stream`'s order. The simulator's stream work is
+/// complete when it has run, so the quiet adds nothing to the order; `aclrtSynchronizeStream`
+/// waits for it, as on an NPU.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclshmemx_quiet_on_stream(stream: *mut c_void) {
+    let _ = stream;
+}
