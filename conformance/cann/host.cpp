@@ -149,6 +149,33 @@ int main() {
     aclshmem_barrier_all();
     EQ(aclshmem_int32_g(flag + 1, me), 7);
     EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+    // Sized forms, and the point-to-point routines (after the default stream's work).
+    aclshmem_put64(dst + 2, src, 2, next);
+    aclshmem_barrier_all();
+    EQ(aclshmem_int64_g(dst + 3, me), 0x0123456789ABCDEFLL + prev * 16 + 1);
+    auto *words = static_cast<int32_t *>(aclshmem_calloc(4, sizeof(int32_t)));
+    aclshmem_barrier_all();
+    aclshmem_int32_p(words + 1, 5 + me, next); // the next PE's words[1] = 5 + me
+    aclshmem_int32_wait_until(words + 1, ACLSHMEM_CMP_EQ, 5 + prev);
+    int res = -1;
+    aclshmem_int32_test(words + 1, ACLSHMEM_CMP_EQ, 5 + prev, &res);
+    EQ(res, 1);
+    size_t any = 0, some = 99, idx[4] = {9, 9, 9, 9};
+    aclshmem_int32_test_any(words, 4, nullptr, ACLSHMEM_CMP_NE, 0, &any);
+    EQ(any, 1);
+    aclshmem_int32_wait_until_some(words, 4, idx, nullptr, ACLSHMEM_CMP_GT, 4, &some);
+    CHECK(some == 1 && idx[0] == 1, "wait_until_some: %zu, first %zu", some, idx[0]);
+    int32_t want[4] = {0, 5 + prev, 0, 0};
+    aclshmem_int32_test_all_vector(words, 4, nullptr, ACLSHMEM_CMP_EQ, want, &res);
+    EQ(res, 1);
+    aclshmem_int32_test_any(words, 4, nullptr, 99, 0, &any); // a bad comparison: CANN's sentinel
+    EQ(any, SIZE_MAX);
+    aclshmem_signal_wait_until(words + 1, ACLSHMEM_CMP_GE, 5);
+    EQ(aclshmemx_set_mte_config(0, 16 * 1024, 0), ACLSHMEM_SUCCESS);
+    EQ(aclshmemx_set_rdma_config(0, 64, 0), ACLSHMEM_INVALID_VALUE);
+    EQ(util_get_ffts_config(), 0);
+    aclshmem_barrier_all();
+    aclshmem_free(words);
     int64_t on_stack[2] = {1, 2};
     aclshmem_int64_put(dst, on_stack, 2, next); // host memory: refused, logged
     aclshmem_barrier_all();

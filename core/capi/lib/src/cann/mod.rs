@@ -15,6 +15,7 @@ use shmem_core::{Error, Result};
 
 pub mod heap;
 pub mod init;
+pub mod p2p;
 pub mod rma;
 pub mod team;
 pub mod types;

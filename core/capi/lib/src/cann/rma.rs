@@ -75,7 +75,7 @@ pub(crate) fn forget(id: u64) {
 ///
 /// `stream` is NULL or a live stream of the ACL runtime stand-in (`aclrtCreateStream`), which
 /// is a handle of the simulator's stream executor.
-unsafe fn context_for(inst: &Instance, stream: *mut c_void) -> Result<Context> {
+pub(crate) unsafe fn context_for(inst: &Instance, stream: *mut c_void) -> Result<Context> {
     if stream.is_null() {
         // A context of its own on the default stream: the same stream, so the same order.
         return inst.stream_ctx(&default_stream(inst)?.stream);
@@ -434,4 +434,107 @@ pub unsafe extern "C" fn aclshmemx_getmem_on_stream(
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmemx_quiet_on_stream(stream: *mut c_void) {
     let _ = stream;
+}
+
+macro_rules! sized {
+    ($($bits:literal: $put:ident, $put_nbi:ident, $get:ident, $get_nbi:ident;)*) => {$(
+        #[doc = concat!("`", stringify!($put), "`: `elem_size` elements of ", stringify!($bits), " bits, on the default stream.")]
+        ///
+        /// # Safety
+        ///
+        /// CANN's contract: both are symmetric addresses.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $put(dst: *mut c_void, src: *mut c_void, elem_size: u32, pe: i32) {
+            let len = (elem_size as usize).saturating_mul($bits / 8);
+            // SAFETY: the default stream.
+            unsafe { put(stringify!($put), dst, src, len, pe, std::ptr::null_mut()) }
+        }
+
+        #[doc = concat!("`", stringify!($put_nbi), "`.")]
+        ///
+        /// # Safety
+        ///
+        /// As for the blocking form.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $put_nbi(dst: *mut c_void, src: *mut c_void, elem_size: u32, pe: i32) {
+            let len = (elem_size as usize).saturating_mul($bits / 8);
+            // SAFETY: the default stream.
+            unsafe { put(stringify!($put_nbi), dst, src, len, pe, std::ptr::null_mut()) }
+        }
+
+        #[doc = concat!("`", stringify!($get), "`.")]
+        ///
+        /// # Safety
+        ///
+        /// CANN's contract: both are symmetric addresses.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $get(dst: *mut c_void, src: *mut c_void, elem_size: u32, pe: i32) {
+            let len = (elem_size as usize).saturating_mul($bits / 8);
+            // SAFETY: the default stream.
+            unsafe { get(stringify!($get), dst, src, len, pe, std::ptr::null_mut()) }
+        }
+
+        #[doc = concat!("`", stringify!($get_nbi), "`.")]
+        ///
+        /// # Safety
+        ///
+        /// As for the blocking form.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $get_nbi(dst: *mut c_void, src: *mut c_void, elem_size: u32, pe: i32) {
+            let len = (elem_size as usize).saturating_mul($bits / 8);
+            // SAFETY: the default stream.
+            unsafe { get(stringify!($get_nbi), dst, src, len, pe, std::ptr::null_mut()) }
+        }
+    )*};
+}
+
+sized! {
+    8: aclshmem_put8, aclshmem_put8_nbi, aclshmem_get8, aclshmem_get8_nbi;
+    16: aclshmem_put16, aclshmem_put16_nbi, aclshmem_get16, aclshmem_get16_nbi;
+    32: aclshmem_put32, aclshmem_put32_nbi, aclshmem_get32, aclshmem_get32_nbi;
+    64: aclshmem_put64, aclshmem_put64_nbi, aclshmem_get64, aclshmem_get64_nbi;
+    128: aclshmem_put128, aclshmem_put128_nbi, aclshmem_get128, aclshmem_get128_nbi;
+}
+
+/// The engines' UB staging configurations: the simulator moves data without staging, so a
+/// configuration changes nothing, but it is checked as CANN checks it (the RDMA and UDMA
+/// staging buffers need at least 128 bytes) and then accepted.
+fn engine_config(name: &str, ub_size: u32, min: u32) -> c_int {
+    super::code(name, || {
+        cann::active()?;
+        if ub_size < min {
+            return Err(Error::InvalidValue(format!(
+                "ub_size {ub_size} is below the engine's minimum of {min} bytes"
+            )));
+        }
+        Ok(())
+    })
+}
+
+/// `aclshmemx_set_mte_config`.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclshmemx_set_mte_config(offset: u64, ub_size: u32, sync_id: u32) -> c_int {
+    let _ = (offset, sync_id);
+    engine_config("aclshmemx_set_mte_config", ub_size, 0)
+}
+
+/// `aclshmemx_set_sdma_config`.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclshmemx_set_sdma_config(offset: u64, ub_size: u32, sync_id: u32) -> c_int {
+    let _ = (offset, sync_id);
+    engine_config("aclshmemx_set_sdma_config", ub_size, 0)
+}
+
+/// `aclshmemx_set_rdma_config`: `ub_size` below 128 is `INVALID_VALUE`.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclshmemx_set_rdma_config(offset: u64, ub_size: u32, sync_id: u32) -> c_int {
+    let _ = (offset, sync_id);
+    engine_config("aclshmemx_set_rdma_config", ub_size, 128)
+}
+
+/// `aclshmemx_set_udma_config`: `ub_size` below 128 is `INVALID_VALUE`.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclshmemx_set_udma_config(offset: u64, ub_size: u32, sync_id: u32) -> c_int {
+    let _ = (offset, sync_id);
+    engine_config("aclshmemx_set_udma_config", ub_size, 128)
 }

@@ -1,9 +1,9 @@
 /* host/data_plane/shmem_host_rma.h (shmem-rs): CANN SHMEM's host RMA, as CANN declares it.
  * A host RMA call is a kernel launched on the active instance's default stream (or the stream
  * given): it returns at once and completes in stream order; the barriers synchronise the default
- * stream. So far shmem-rs exports the contiguous typed and byte forms, the `_on_stream` byte
- * forms, aclshmemx_quiet_on_stream and aclshmem_ptr; the strided and sized forms and the UB
- * configuration calls are not yet part of it. */
+ * stream. So far shmem-rs exports the contiguous typed, sized and byte forms, the `_on_stream`
+ * byte forms, aclshmemx_quiet_on_stream, the UB configuration calls and aclshmem_ptr; the strided
+ * forms are not yet part of it. */
 #ifndef SHMEM_RS_CANN_SHMEM_HOST_RMA_H
 #define SHMEM_RS_CANN_SHMEM_HOST_RMA_H
 
@@ -57,6 +57,29 @@ ACLSHMEM_HOST_API void aclshmemx_getmem_on_stream(void *dst, void *src, size_t e
 ACLSHMEM_HOST_API void aclshmemx_putmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe, aclrtStream stream);
 ACLSHMEM_HOST_API void aclshmemx_quiet_on_stream(aclrtStream stream);
 ACLSHMEM_HOST_API void *aclshmem_ptr(void *ptr, int pe);
+
+/* The sized forms: elem_size elements of BITS bits (8, 16, 32, 64, 128). */
+#define ACLSHMEM_SIZE_FUNC(FUNC) FUNC(8); FUNC(16); FUNC(32); FUNC(64); FUNC(128)
+#define ACLSHMEM_PUT_SIZE(BITS) ACLSHMEM_HOST_API void aclshmem_put##BITS(void *dst, void *src, uint32_t elem_size, int32_t pe)
+ACLSHMEM_SIZE_FUNC(ACLSHMEM_PUT_SIZE);
+#undef ACLSHMEM_PUT_SIZE
+#define ACLSHMEM_PUT_SIZE_NBI(BITS) \
+    ACLSHMEM_HOST_API void aclshmem_put##BITS##_nbi(void *dst, void *src, uint32_t elem_size, int32_t pe)
+ACLSHMEM_SIZE_FUNC(ACLSHMEM_PUT_SIZE_NBI);
+#undef ACLSHMEM_PUT_SIZE_NBI
+#define ACLSHMEM_GET_SIZE(BITS) ACLSHMEM_HOST_API void aclshmem_get##BITS(void *dst, void *src, uint32_t elem_size, int32_t pe)
+ACLSHMEM_SIZE_FUNC(ACLSHMEM_GET_SIZE);
+#undef ACLSHMEM_GET_SIZE
+#define ACLSHMEM_GET_SIZE_NBI(BITS) \
+    ACLSHMEM_HOST_API void aclshmem_get##BITS##_nbi(void *dst, void *src, uint32_t elem_size, int32_t pe)
+ACLSHMEM_SIZE_FUNC(ACLSHMEM_GET_SIZE_NBI);
+#undef ACLSHMEM_GET_SIZE_NBI
+
+/* The engines' UB staging configurations (accepted; the simulator stages nothing). */
+ACLSHMEM_HOST_API int aclshmemx_set_mte_config(uint64_t offset, uint32_t ub_size, uint32_t sync_id);
+ACLSHMEM_HOST_API int aclshmemx_set_sdma_config(uint64_t offset, uint32_t ub_size, uint32_t sync_id);
+ACLSHMEM_HOST_API int aclshmemx_set_rdma_config(uint64_t offset, uint32_t ub_size, uint32_t sync_id);
+ACLSHMEM_HOST_API int aclshmemx_set_udma_config(uint64_t offset, uint32_t ub_size, uint32_t sync_id);
 
 #ifdef __cplusplus
 }
