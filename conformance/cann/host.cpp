@@ -25,7 +25,11 @@ static int failures;
             failures++;                                                       \
         }                                                                     \
     } while (0)
-#define EQ(call, want) CHECK((call) == (want), "%s gave %d, want %d", #call, (int)(call), (int)(want))
+#define EQ(call, want)                                                                   \
+    do {                                                                                 \
+        const auto got_ = (call);                                                        \
+        CHECK(got_ == (want), "%s gave %lld, want %lld", #call, (long long)got_, (long long)(want)); \
+    } while (0)
 
 static_assert(sizeof(aclshmemx_init_attr_t) == 120, "aclshmemx_init_attr_t is 120 bytes");
 static_assert(offsetof(aclshmemx_init_attr_t, local_mem_size) == 72, "local_mem_size at 72");
@@ -36,6 +40,14 @@ static_assert(sizeof(aclshmem_init_optional_attr_t) == 24, "optional attributes 
 static_assert(sizeof(aclshmemx_uniqueid_t) == 136, "aclshmemx_uniqueid_t is 136 bytes");
 static_assert(sizeof(aclshmem_team_config_t) == 64, "aclshmem_team_config_t is 64 bytes");
 static_assert(ACLSHMEM_UNIQUEID_VERSION == 65672, "the unique id's version");
+
+// CANN's extern logger: the last line and its level.
+static int logged_level = -1;
+static char logged[512];
+static void logger(int level, const char *msg) {
+    logged_level = level;
+    std::snprintf(logged, sizeof logged, "%s", msg);
+}
 
 int main() {
     const int me = std::atoi(std::getenv("SHMEMRUN_PE"));
@@ -176,8 +188,60 @@ int main() {
     EQ(util_get_ffts_config(), 0);
     aclshmem_barrier_all();
     aclshmem_free(words);
+    // Strided RMA between symmetric buffers (strides in elements).
+    auto *st = static_cast<int64_t *>(aclshmem_calloc(8, sizeof(int64_t)));
+    aclshmem_barrier_all();
+    aclshmem_int64_iput(st, src, 2, 3, 3, next);  // the next PE's st[0, 2, 4] = src[0, 3, 6]
+    aclshmem_int64_iget(st + 5, src, 1, 4, 2, next); // st[5, 6] = the next PE's src[0, 4]
+    aclshmem_iput64(st + 7, src + 1, 1, 1, 1, next);  // the next PE's st[7] = src[1]
+    aclshmem_barrier_all();
+    {
+        const int64_t base_prev = 0x0123456789ABCDEFLL + prev * 16, base_next = 0x0123456789ABCDEFLL + next * 16;
+        const int64_t want_st[8] = {base_prev, 0, base_prev + 3, 0, base_prev + 6, base_next, base_next + 4, base_prev + 1};
+        for (int i = 0; i < 8; i++) CHECK(aclshmem_int64_g(st + i, me) == want_st[i], "strided element %d", i);
+    }
+    aclshmem_int64_iput(st, src, -1, 1, 2, next); // a negative stride: refused, logged
+    aclshmem_free(st);
+
+    // Put with signal: the data, then the signal word (an int32_t), on the default stream.
+    auto *sig = static_cast<int32_t *>(aclshmem_calloc(2, sizeof(int32_t)));
+    auto *got = static_cast<int64_t *>(aclshmem_calloc(4, sizeof(int64_t)));
+    aclshmem_barrier_all();
+    aclshmem_int64_put_signal(got, src, 2, reinterpret_cast<uint8_t *>(sig), 1, ACLSHMEM_SIGNAL_ADD, next);
+    aclshmem_put64_signal_nbi(got + 2, src + 2, 1, sig, 1, ACLSHMEM_SIGNAL_ADD, next);
+    aclshmemx_putmem_signal(got + 3, src + 3, sizeof(int64_t), sig + 1, 42, ACLSHMEM_SIGNAL_SET, next);
+    aclshmem_signal_wait_until(sig, ACLSHMEM_CMP_EQ, 2); // runs this PE's default stream first
+    aclshmem_signal_wait_until(sig + 1, ACLSHMEM_CMP_EQ, 42);
+    for (int i = 0; i < 4; i++)
+        CHECK(aclshmem_int64_g(got + i, me) == 0x0123456789ABCDEFLL + prev * 16 + i, "signalled data %d", i);
+    aclshmem_barrier_all(); // every PE has seen its signals before they change again
+    // A signal and a barrier on an ACL stream: complete when the stream is synchronised.
+    aclrtStream s2 = nullptr;
+    EQ(aclrtCreateStream(&s2), ACL_SUCCESS);
+    aclshmemx_signal_op_on_stream(sig, 10, ACLSHMEM_SIGNAL_ADD, next, s2);
+    aclshmemx_signal_op_on_stream(sig, 1, 7, next, s2); // not a signal operation: refused
+    aclshmemx_barrier_on_stream(ACLSHMEM_TEAM_INVALID, s2); // a no-op
+    aclshmemx_barrier_all_on_stream(s2);
+    EQ(aclrtSynchronizeStream(s2), ACL_SUCCESS);
+    EQ(aclshmem_int32_g(sig, me), 12);
+    aclshmemx_barrier_on_stream(ACLSHMEM_TEAM_WORLD, nullptr); // ACL's default stream: done on return
+    EQ(aclrtDestroyStream(s2), ACL_SUCCESS);
+    aclshmem_free(got);
+    aclshmem_free(sig);
+
+    // Logging: the refused call's line goes to the program's logger, at ERROR (3).
+    EQ(aclshmemx_set_extern_logger(logger), 0);
     int64_t on_stack[2] = {1, 2};
     aclshmem_int64_put(dst, on_stack, 2, next); // host memory: refused, logged
+    CHECK(logged_level == 3 && std::strstr(logged, "aclshmem_int64_put") != nullptr, "logged %d: %s", logged_level,
+          logged);
+    EQ(aclshmemx_set_extern_logger(nullptr), 0);
+    EQ(aclshmemx_set_log_level(9), ACLSHMEM_INVALID_PARAM);
+    EQ(aclshmemx_set_log_level(2), ACLSHMEM_SUCCESS);
+    aclshmem_prof_pe_t *profs = reinterpret_cast<aclshmem_prof_pe_t *>(&attr);
+    aclshmemx_get_prof(&profs, false);
+    CHECK(profs == nullptr, "no device profiles");
+    aclshmemx_show_prof();
     aclshmem_barrier_all();
     EQ(aclshmem_int64_g(dst, me), 0x0123456789ABCDEFLL + next * 16 + 4);
     aclshmem_free(flag);

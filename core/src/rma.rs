@@ -630,7 +630,68 @@ impl<T: Pod> SymSlice<'_, T> {
         nelems: usize,
         pe: Pe,
     ) -> Result<()> {
-        let sz = std::mem::size_of::<T>();
+        let src_layout = local_layout(src.len(), src_stride, size_of::<T>(), nelems)?;
+        // SAFETY: blocking: the source is only borrowed for the call.
+        unsafe {
+            self.iput_local(
+                start,
+                dst_stride,
+                Local::Host(bytemuck::cast_slice(src)),
+                src_layout,
+                nelems,
+                pe,
+            )
+        }
+    }
+
+    /// Strided put from symmetric memory (`aclshmem_<T>_iput` as CANN programs call it, whose
+    /// kernels read global memory): element `i * src_stride` of this PE's copy of `src` goes to
+    /// element `i * dst_stride` of PE `pe`'s copy of this view. The source is read when the
+    /// operation runs, so on a stream context it is read in stream order.
+    ///
+    /// ```no_run
+    /// # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
+    /// let a = inst.calloc::<u32>(8)?;
+    /// let b = inst.calloc::<u32>(8)?;
+    /// // Every 2nd element of `a` to the first 4 of `b` on the next PE.
+    /// b.as_slice().iput_from(1, a.as_slice(), 2, 4, (inst.my_pe() + 1) % inst.n_pes())?;
+    /// # Ok(()) }
+    /// ```
+    pub fn iput_from(
+        &self,
+        dst_stride: isize,
+        src: SymSlice<'_, T>,
+        src_stride: isize,
+        nelems: usize,
+        pe: Pe,
+    ) -> Result<()> {
+        self.ctx.inst.owns(src.home)?;
+        let src_layout = local_layout(src.len, src_stride, size_of::<T>(), nelems)?;
+        let local = Local::Segment {
+            offset: src.offset,
+            len: src.byte_len(),
+        };
+        // SAFETY: a segment source needs no lifetime beyond the instance's.
+        unsafe { self.iput_local(0, dst_stride, local, src_layout, nelems, pe) }
+    }
+
+    /// The strided put of `nelems` elements laid out as `src_layout` in `src` to element `start`
+    /// of this view on `pe`, every `dst_stride` elements.
+    ///
+    /// # Safety
+    ///
+    /// `src_layout` was checked against `src`'s length, and a host source stays valid for the
+    /// call (it is blocking).
+    unsafe fn iput_local(
+        &self,
+        start: usize,
+        dst_stride: isize,
+        src: Local<'_>,
+        src_layout: Strided,
+        nelems: usize,
+        pe: Pe,
+    ) -> Result<()> {
+        let sz = size_of::<T>();
         let stride = stride_bytes(dst_stride, sz)?;
         self.check_view_span(start, dst_stride, nelems)?;
         let pe = self.ctx.target(pe)?;
@@ -639,18 +700,16 @@ impl<T: Pod> SymSlice<'_, T> {
             .ctx
             .inst
             .check_strided(self.offset + start * sz, stride, sz, nelems)?;
-        let src_layout = local_layout(src.len(), src_stride, sz, nelems)?;
-        // SAFETY: the PE, the remote span and the local layout were checked above.
+        if let Local::Segment { offset, len } = src {
+            self.ctx.inst.check_local(Some((offset, len)), None)?;
+        }
+        // SAFETY: the PE, the remote span and the local layout were checked (above, and by the
+        // caller).
         unsafe {
-            self.ctx.inst.fabric().iput(
-                self.ctx.queue(),
-                pe,
-                dst,
-                Local::Host(bytemuck::cast_slice(src)),
-                src_layout,
-                sz,
-                nelems,
-            )
+            self.ctx
+                .inst
+                .fabric()
+                .iput(self.ctx.queue(), pe, dst, src, src_layout, sz, nelems)
         }
     }
 
@@ -677,7 +736,58 @@ impl<T: Pod> SymSlice<'_, T> {
         nelems: usize,
         pe: Pe,
     ) -> Result<()> {
-        let sz = std::mem::size_of::<T>();
+        let dst_layout = local_layout(dst.len(), dst_stride, size_of::<T>(), nelems)?;
+        // SAFETY: blocking: the destination is only borrowed for the call.
+        unsafe {
+            self.iget_local(
+                start,
+                src_stride,
+                LocalMut::Host(bytemuck::cast_slice_mut(dst)),
+                dst_layout,
+                nelems,
+                pe,
+            )
+        }
+    }
+
+    /// Strided get into symmetric memory (`aclshmem_<T>_iget` as CANN programs call it): element
+    /// `i * src_stride` of PE `pe`'s copy of this view goes to element `i * dst_stride` of this
+    /// PE's copy of `dst`, written when the operation runs (in stream order on a stream context).
+    pub fn iget_into(
+        &self,
+        src_stride: isize,
+        dst: SymSlice<'_, T>,
+        dst_stride: isize,
+        nelems: usize,
+        pe: Pe,
+    ) -> Result<()> {
+        self.ctx.inst.owns(dst.home)?;
+        let dst_layout = local_layout(dst.len, dst_stride, size_of::<T>(), nelems)?;
+        let local = LocalMut::Segment {
+            offset: dst.offset,
+            len: dst.byte_len(),
+        };
+        // SAFETY: a segment destination needs no lifetime beyond the instance's.
+        unsafe { self.iget_local(0, src_stride, local, dst_layout, nelems, pe) }
+    }
+
+    /// The strided get of `nelems` elements from element `start` of this view on `pe`, every
+    /// `src_stride` elements, into `dst` laid out as `dst_layout`.
+    ///
+    /// # Safety
+    ///
+    /// `dst_layout` was checked against `dst`'s length, and a host destination stays valid for
+    /// the call (it is blocking).
+    unsafe fn iget_local(
+        &self,
+        start: usize,
+        src_stride: isize,
+        dst: LocalMut<'_>,
+        dst_layout: Strided,
+        nelems: usize,
+        pe: Pe,
+    ) -> Result<()> {
+        let sz = size_of::<T>();
         let stride = stride_bytes(src_stride, sz)?;
         self.check_view_span(start, src_stride, nelems)?;
         let pe = self.ctx.target(pe)?;
@@ -686,18 +796,16 @@ impl<T: Pod> SymSlice<'_, T> {
             .ctx
             .inst
             .check_strided(self.offset + start * sz, stride, sz, nelems)?;
-        let dst_layout = local_layout(dst.len(), dst_stride, sz, nelems)?;
-        // SAFETY: the PE, the remote span and the local layout were checked above.
+        if let LocalMut::Segment { offset, len } = dst {
+            self.ctx.inst.check_local(Some((offset, len)), None)?;
+        }
+        // SAFETY: the PE, the remote span and the local layout were checked (above, and by the
+        // caller).
         unsafe {
-            self.ctx.inst.fabric().iget(
-                self.ctx.queue(),
-                pe,
-                src,
-                LocalMut::Host(bytemuck::cast_slice_mut(dst)),
-                dst_layout,
-                sz,
-                nelems,
-            )
+            self.ctx
+                .inst
+                .fabric()
+                .iget(self.ctx.queue(), pe, src, dst, dst_layout, sz, nelems)
         }
     }
 

@@ -67,6 +67,37 @@ impl<T: Pod> SymSlice<'_, T> {
         }
     }
 
+    /// [`SymSlice::put_signal`] from symmetric memory: this PE's copy of `src` goes to PE
+    /// `pe`'s copy of this view, read when the operation runs (in stream order on a stream
+    /// context), then `sig` is updated (`aclshmem_<T>_put_signal` as CANN programs call it,
+    /// whose kernels read global memory).
+    pub fn put_signal_from<S: SignalWord>(
+        &self,
+        src: SymSlice<'_, T>,
+        sig: SymElem<'_, S>,
+        value: S,
+        op: SignalOp,
+        pe: Pe,
+    ) -> Result<()> {
+        let (pe, s) = self.check_put_signal("put_signal", src.len, &sig, value, op, pe)?;
+        self.ctx.inst.owns(src.home)?;
+        self.ctx
+            .inst
+            .check_view(src.home, src.offset, src.byte_len())?;
+        let src = Local::Segment {
+            offset: src.offset,
+            len: src.byte_len(),
+        };
+        // SAFETY: the PE, both ranges and the signal word were checked above; a segment source
+        // needs no lifetime beyond the instance's.
+        unsafe {
+            self.ctx
+                .inst
+                .fabric()
+                .put_signal(self.ctx.queue(), pe, self.offset, src, s)
+        }
+    }
+
     /// Checks a put-with-signal into this view and returns the instance PE and the signal.
     fn check_put_signal<S: SignalWord>(
         &self,

@@ -431,6 +431,15 @@ pub fn barrier(handle: i32) -> Result<()> {
     team(handle)?.barrier()
 }
 
+/// `aclshmemx_barrier_on_stream`: the barrier over team `handle`, enqueued on the stream of
+/// `ctx` (a context of the active instance made from a stream); [`TEAM_INVALID`] is a no-op.
+pub fn barrier_on(handle: i32, ctx: &shmem::Context) -> Result<()> {
+    if handle == TEAM_INVALID {
+        return Ok(());
+    }
+    team(handle)?.barrier_on(ctx)
+}
+
 /// `aclshmem_barrier_all`.
 pub fn barrier_all() -> Result<()> {
     active()?.barrier_all()

@@ -85,12 +85,14 @@ fn signal_word(
     Ok(view_at(w, sig_addr, 1)?.in_ctx(c).elem(0))
 }
 
-fn signal_op(op: c_int) -> Result<SignalOp> {
+/// A signal operation: `SET` is 0 and `ADD` 1 in both OpenSHMEM (`SHMEM_SIGNAL_*`) and CANN
+/// (`ACLSHMEM_SIGNAL_*`).
+pub(crate) fn signal_op(op: c_int) -> Result<SignalOp> {
     match op {
         0 => Ok(SignalOp::Set),
         1 => Ok(SignalOp::Add),
         o => Err(Error::InvalidParam(format!(
-            "{o} is not SHMEM_SIGNAL_SET or SHMEM_SIGNAL_ADD"
+            "{o} is not a signal operation (SET is 0, ADD 1)"
         ))),
     }
 }

@@ -36,4 +36,16 @@ enum aclshmem_cmp_op_type_t {
     ACLSHMEM_CMP_LE
 };
 
+/* Device cycle profiles (SHMEM_CYCLE_PROF_PE); the simulator records none. */
+#define ACLSHMEM_CYCLE_PROF_MAX_BLOCK 64
+#define ACLSHMEM_CYCLE_PROF_FRAME_CNT 1024
+typedef struct {
+    int64_t ccount[ACLSHMEM_CYCLE_PROF_FRAME_CNT];
+    int64_t cycles[ACLSHMEM_CYCLE_PROF_FRAME_CNT];
+} aclshmem_prof_block_t;
+typedef struct {
+    int32_t pe_id;
+    aclshmem_prof_block_t block_prof[ACLSHMEM_CYCLE_PROF_MAX_BLOCK];
+} aclshmem_prof_pe_t;
+
 #endif /* SHMEM_RS_CANN_SHMEM_COMMON_TYPES_H */

@@ -15,8 +15,10 @@ use shmem_core::{Error, Result};
 
 pub mod heap;
 pub mod init;
+pub mod log;
 pub mod p2p;
 pub mod rma;
+pub mod signal;
 pub mod team;
 pub mod types;
 

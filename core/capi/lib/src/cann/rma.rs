@@ -100,7 +100,7 @@ fn symmetric<'a>(
 }
 
 /// Runs a void RMA call, logging a failure.
-fn run(name: &str, f: impl FnOnce() -> Result<()>) {
+pub(crate) fn run(name: &str, f: impl FnOnce() -> Result<()>) {
     crate::boundary::enter();
     if let Err(e) = f() {
         failed(name, &e);
@@ -537,4 +537,167 @@ pub extern "C" fn aclshmemx_set_rdma_config(offset: u64, ub_size: u32, sync_id: 
 pub extern "C" fn aclshmemx_set_udma_config(offset: u64, ub_size: u32, sync_id: u32) -> c_int {
     let _ = (offset, sync_id);
     engine_config("aclshmemx_set_udma_config", ub_size, 128)
+}
+
+/// The number of elements a strided access of `nelems` elements, `stride` apart, spans from its
+/// first one. CANN's strides are positive element counts (`ptrdiff_t`); 0 repeats an element.
+fn strided_len(what: &str, stride: isize, nelems: usize) -> Result<usize> {
+    let stride = usize::try_from(stride).map_err(|_| {
+        Error::InvalidParam(format!(
+            "the {what} stride {stride} is negative; CANN's strides are element counts of 0 or more"
+        ))
+    })?;
+    (nelems - 1)
+        .checked_mul(stride)
+        .and_then(|n| n.checked_add(1))
+        .ok_or_else(|| Error::InvalidParam(format!("{nelems} elements {stride} apart overflow")))
+}
+
+/// `aclshmem_<T>_iput` and `aclshmem_iput<BITS>`: element `i * sst` of symmetric `source` goes
+/// to element `i * dst` of symmetric `dest` on `pe`, on the default stream.
+///
+/// # Safety
+///
+/// CANN's contract: both are symmetric addresses.
+unsafe fn iput<T: bytemuck::Pod>(
+    name: &str,
+    dest: *mut T,
+    source: *const T,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    pe: c_int,
+) {
+    run(name, || {
+        if nelems == 0 {
+            return Ok(());
+        }
+        let inst = cann::active()?;
+        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        // SAFETY: the default stream.
+        let ctx = unsafe { context_for(&inst, std::ptr::null_mut()) }?;
+        let to = ctx
+            .as_ref()
+            .view_at(dest.cast_const(), strided_len("destination", dst, nelems)?)?;
+        let from = ctx
+            .as_ref()
+            .view_at(source, strided_len("source", sst, nelems)?)?;
+        to.iput_from(dst, from, sst, nelems, pe)
+    });
+}
+
+/// `aclshmem_<T>_iget` and `aclshmem_iget<BITS>`: element `i * sst` of symmetric `source` on
+/// `pe` goes to element `i * dst` of symmetric `dest`, on the default stream.
+///
+/// # Safety
+///
+/// CANN's contract: both are symmetric addresses.
+unsafe fn iget<T: bytemuck::Pod>(
+    name: &str,
+    dest: *mut T,
+    source: *const T,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    pe: c_int,
+) {
+    run(name, || {
+        if nelems == 0 {
+            return Ok(());
+        }
+        let inst = cann::active()?;
+        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        // SAFETY: the default stream.
+        let ctx = unsafe { context_for(&inst, std::ptr::null_mut()) }?;
+        let to = ctx
+            .as_ref()
+            .view_at(dest.cast_const(), strided_len("destination", dst, nelems)?)?;
+        let from = ctx
+            .as_ref()
+            .view_at(source, strided_len("source", sst, nelems)?)?;
+        from.iget_into(sst, to, dst, nelems, pe)
+    });
+}
+
+macro_rules! strided_typed {
+    ($($name:ident: $t:ty;)*) => {$(
+        #[doc = concat!("`aclshmem_", stringify!($name), "_iput`: strided, on the default stream.")]
+        ///
+        /// # Safety
+        ///
+        /// CANN's contract: both are symmetric addresses.
+        #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_iput"))]
+        pub unsafe extern "C" fn $name(dest: *mut $t, source: *mut $t, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+            // SAFETY: forwarded.
+            unsafe { iput(concat!("aclshmem_", stringify!($name), "_iput"), dest, source.cast_const(), dst, sst, nelems, pe) }
+        }
+    )*};
+}
+
+macro_rules! strided_get_typed {
+    ($($fn_name:ident, $name:ident: $t:ty;)*) => {$(
+        #[doc = concat!("`aclshmem_", stringify!($name), "_iget`: strided, on the default stream.")]
+        ///
+        /// # Safety
+        ///
+        /// CANN's contract: both are symmetric addresses.
+        #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_iget"))]
+        pub unsafe extern "C" fn $fn_name(dest: *mut $t, source: *mut $t, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+            // SAFETY: forwarded.
+            unsafe { iget(concat!("aclshmem_", stringify!($name), "_iget"), dest, source.cast_const(), dst, sst, nelems, pe) }
+        }
+    )*};
+}
+
+/// CANN's strided puts, one per RMA type (`aclshmem_<T>_iput`).
+pub mod iput_typed {
+    use super::*;
+    strided_typed! {
+        float: f32; double: f64; int8: i8; int16: i16; int32: i32; int64: i64;
+        uint8: u8; uint16: u16; uint32: u32; uint64: u64; char: std::ffi::c_char;
+    }
+}
+
+/// CANN's strided gets, one per RMA type (`aclshmem_<T>_iget`).
+pub mod iget_typed {
+    use super::*;
+    strided_get_typed! {
+        float, float: f32; double, double: f64; int8, int8: i8; int16, int16: i16;
+        int32, int32: i32; int64, int64: i64; uint8, uint8: u8; uint16, uint16: u16;
+        uint32, uint32: u32; uint64, uint64: u64; char, char: std::ffi::c_char;
+    }
+}
+
+macro_rules! strided_sized {
+    ($($bytes:literal: $iput:ident, $iget:ident;)*) => {$(
+        #[doc = concat!("`", stringify!($iput), "`: strided elements of ", stringify!($bytes), " bytes, on the default stream.")]
+        ///
+        /// # Safety
+        ///
+        /// CANN's contract: both are symmetric addresses.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $iput(dest: *mut c_void, source: *mut c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+            // SAFETY: forwarded.
+            unsafe { iput::<[u8; $bytes]>(stringify!($iput), dest.cast(), source.cast_const().cast(), dst, sst, nelems, pe) }
+        }
+
+        #[doc = concat!("`", stringify!($iget), "`: strided elements of ", stringify!($bytes), " bytes, on the default stream.")]
+        ///
+        /// # Safety
+        ///
+        /// CANN's contract: both are symmetric addresses.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $iget(dest: *mut c_void, source: *mut c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+            // SAFETY: forwarded.
+            unsafe { iget::<[u8; $bytes]>(stringify!($iget), dest.cast(), source.cast_const().cast(), dst, sst, nelems, pe) }
+        }
+    )*};
+}
+
+strided_sized! {
+    1: aclshmem_iput8, aclshmem_iget8;
+    2: aclshmem_iput16, aclshmem_iget16;
+    4: aclshmem_iput32, aclshmem_iget32;
+    8: aclshmem_iput64, aclshmem_iget64;
+    16: aclshmem_iput128, aclshmem_iget128;
 }
