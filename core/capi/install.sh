@@ -9,7 +9,11 @@
 #   include/  shmem.h, shmemx.h; cann/ (CANN's shmem.h and host/ headers); acl/ (acl.h)
 #   lib/      libshmem.so (soname libshmem.so), libshmem.a, libascendcl.so (the ACL stand-in),
 #             pkgconfig/shmem.pc                    pkg-config --cflags --libs shmem
-#             cmake/shmem/shmemConfig.cmake         find_package(shmem) -> target shmem::shmem
+#             cmake/shmem/shmemConfig.cmake         find_package(shmem) -> targets shmem::shmem
+#                                                   (OpenSHMEM), shmem::cann (CANN host programs)
+#                                                   and shmem::ascendcl (the ACL stand-in)
+#   lib64     -> lib, where CANN's layout keeps libascendcl.so ($ASCEND_HOME_PATH/lib64)
+#   set_env.sh                                      . PREFIX/set_env.sh, as CANN's set_env.sh
 #
 # It builds the release profile first. SHMEM_INSTALL_FROM=<dir> installs the artifacts already
 # built in <dir> (a `target/<profile>` directory holding libshmem.so and the tools) instead.
@@ -49,6 +53,26 @@ mkdir -p "$prefix/include/acl"
 install -m 0644 "$repo/sim/acl/include/acl/"*.h "$prefix/include/acl/"
 install -m 0755 "$from/libshmem.so" "$from/libascendcl.so" "$prefix/lib/"
 install -m 0644 "$from/libshmem.a" "$prefix/lib/"
+ln -sfn lib "$prefix/lib64"
+
+# The environment CANN's set_env.sh sets up, for this prefix (relocatable: it finds itself).
+cat > "$prefix/set_env.sh" <<'EOF'
+# set_env.sh: the environment a CANN SHMEM install's set_env.sh gives, for this prefix of the
+# shmem simulator. Source it:  . PREFIX/set_env.sh
+#   SHMEM_HOME_PATH     this prefix (CANN SHMEM's install root)
+#   ASCEND_HOME_PATH    this prefix, as a CANN toolkit root: lib64/libascendcl.so is the ACL
+#   ASCEND_TOOLKIT_HOME stand-in, include/acl/acl.h its header
+#   PATH                gains bin/ (aclshmem-cc, aclshmem-c++, oshcc, oshrun, ...)
+#   LD_LIBRARY_PATH     gains lib/ (libshmem.so, libascendcl.so)
+_shmem_env="${BASH_SOURCE[0]:-$0}"
+_shmem_prefix="$(cd "$(dirname "$_shmem_env")" && pwd)"
+export SHMEM_HOME_PATH="$_shmem_prefix"
+export ASCEND_HOME_PATH="$_shmem_prefix"
+export ASCEND_TOOLKIT_HOME="$_shmem_prefix"
+export PATH="$_shmem_prefix/bin${PATH:+:$PATH}"
+export LD_LIBRARY_PATH="$_shmem_prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset _shmem_env _shmem_prefix
+EOF
 
 # The system libraries a Rust static library needs (what `rustc --print native-static-libs`
 # reports for this target); only static linking uses them.
@@ -67,7 +91,11 @@ Libs.private: -ldl -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 EOF
 
 cat > "$prefix/lib/cmake/shmem/shmemConfig.cmake" <<'EOF'
-# find_package(shmem) for the OpenSHMEM C ABI: defines the imported target shmem::shmem.
+# find_package(shmem): the imported targets
+#   shmem::shmem     OpenSHMEM programs: libshmem.so with OpenSHMEM's shmem.h
+#   shmem::cann      CANN SHMEM host programs: libshmem.so with CANN's shmem.h (include/cann)
+#                    and acl/acl.h, linking shmem::ascendcl too
+#   shmem::ascendcl  the ACL runtime stand-in, libascendcl.so, with acl/acl.h
 get_filename_component(_shmem_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 if(NOT TARGET shmem::shmem)
   add_library(shmem::shmem SHARED IMPORTED)
@@ -75,6 +103,22 @@ if(NOT TARGET shmem::shmem)
     IMPORTED_LOCATION "${_shmem_prefix}/lib/libshmem.so"
     IMPORTED_SONAME "libshmem.so"
     INTERFACE_INCLUDE_DIRECTORIES "${_shmem_prefix}/include")
+endif()
+if(NOT TARGET shmem::ascendcl)
+  add_library(shmem::ascendcl SHARED IMPORTED)
+  set_target_properties(shmem::ascendcl PROPERTIES
+    IMPORTED_LOCATION "${_shmem_prefix}/lib/libascendcl.so"
+    IMPORTED_SONAME "libascendcl.so"
+    INTERFACE_INCLUDE_DIRECTORIES "${_shmem_prefix}/include")
+endif()
+if(NOT TARGET shmem::cann)
+  # CANN's include directory comes first, so <shmem.h> is CANN's.
+  add_library(shmem::cann SHARED IMPORTED)
+  set_target_properties(shmem::cann PROPERTIES
+    IMPORTED_LOCATION "${_shmem_prefix}/lib/libshmem.so"
+    IMPORTED_SONAME "libshmem.so"
+    INTERFACE_INCLUDE_DIRECTORIES "${_shmem_prefix}/include/cann;${_shmem_prefix}/include"
+    INTERFACE_LINK_LIBRARIES shmem::ascendcl)
 endif()
 set(shmem_INCLUDE_DIRS "${_shmem_prefix}/include")
 set(shmem_LIBRARIES shmem::shmem)

@@ -5,19 +5,25 @@
 mod common;
 
 use std::net::TcpListener;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use common::{repo, target_dir, temp_dir, text};
 
 /// A port that was free a moment ago, with the two above it free too (instance 0 on the
 /// first; `SHMEM_INSTANCE_PORT_RANGE` starting at the second, so instance 1 gets the third).
 pub(crate) fn three_free_ports() -> u16 {
+    free_ports(3)
+}
+
+/// A port that was free a moment ago, with the `count - 1` above it free too.
+fn free_ports(count: u16) -> u16 {
     loop {
         let p = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        if p < 65000 && (1..3).all(|k| TcpListener::bind(("127.0.0.1", p + k)).is_ok()) {
+        if p < 65000 && (1..count).all(|k| TcpListener::bind(("127.0.0.1", p + k)).is_ok()) {
             return p;
         }
     }
@@ -87,5 +93,158 @@ fn cann_headers_from_plain_c_have_cann_layouts_and_values() {
         "{}",
         text(&run)
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// CANN's multi-instance example flow (`conformance/cann/multi_instance.cpp`) on 4 PEs, started
+/// as CANN's examples start PEs (one process each, given its PE, the PE count and the address),
+/// then by `shmemrun`; under strict mode both times.
+#[test]
+fn cann_multi_instance_example_runs_as_cann_starts_it_and_under_shmemrun() {
+    let dir = temp_dir("cann-multi");
+    let exe = dir.join("multi_instance");
+    let out = Command::new(target_dir().join("aclshmem-c++"))
+        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(repo().join("conformance/cann/multi_instance.cpp"))
+        .output()
+        .expect("aclshmem-c++ runs");
+    assert!(out.status.success(), "{}", text(&out));
+    let env = |c: &mut Command, port: u16| {
+        // Instances 1 to 5 take ports start + 1 to start + 5.
+        c.env("SHMEM_INSTANCE_PORT_RANGE", format!("{port}:{}", port + 6))
+            .env("SHMEM_TIMEOUT", "60")
+            .env("SHMEM_SIM_STRICT", "1");
+    };
+
+    // As CANN's run.sh: four processes, no launcher, on a node of 8 simulated NPUs. A watchdog
+    // ends them all if one hangs.
+    let port = free_ports(7);
+    let mut pes = Vec::new();
+    for pe in 0..4 {
+        let log = std::fs::File::create(dir.join(format!("pe{pe}.log"))).expect("a log file");
+        let mut c = Command::new(&exe);
+        c.args([
+            "4",
+            &pe.to_string(),
+            &format!("tcp://127.0.0.1:{port}"),
+            "0",
+        ])
+        .env("SHMEM_SIM_DEVICE_COUNT", "8")
+        .env_remove("SHMEMRUN_PE")
+        .env_remove("SHMEMRUN_NPES")
+        .stdout(log.try_clone().expect("the log again"))
+        .stderr(log);
+        env(&mut c, port);
+        pes.push(c.spawn().expect("a PE starts"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(150);
+    let mut codes = vec![None; pes.len()];
+    while codes.iter().any(Option::is_none) {
+        for (pe, child) in pes.iter_mut().enumerate() {
+            if codes[pe].is_none() {
+                codes[pe] = child.try_wait().expect("wait for a PE");
+            }
+        }
+        if Instant::now() > deadline {
+            for child in &mut pes {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let logs: String = (0..4)
+        .map(|pe| std::fs::read_to_string(dir.join(format!("pe{pe}.log"))).unwrap_or_default())
+        .collect();
+    for (pe, code) in codes.iter().enumerate() {
+        assert!(
+            code.is_some_and(|c| c.success()),
+            "PE {pe} ended with {code:?} (None: killed by the watchdog):\n{logs}"
+        );
+    }
+    assert_eq!(logs.matches(" ok").count(), 4, "{logs}");
+
+    // With shmemrun.
+    let port = free_ports(7);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_oshrun"));
+    c.args(["-n", "4", "--timeout", "150", "--"])
+        .arg(&exe)
+        .stdin(Stdio::null());
+    env(&mut c, port);
+    let out = c.output().expect("the launcher runs");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert_eq!(t.matches(" ok").count(), 4, "{t}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// An installed prefix (`core/capi/install.sh`) serves CANN programs as a CANN install does:
+/// `set_env.sh` sets CANN's variables for it, `$ASCEND_HOME_PATH/lib64` holds `libascendcl.so`,
+/// and CMake's `find_package(shmem)` gives the target `shmem::cann`, whose program runs.
+#[test]
+fn an_installed_prefix_serves_cann_programs_with_set_env_and_cmake() {
+    let dir = temp_dir("cann-install");
+    let prefix = dir.join("prefix");
+    let out = Command::new(repo().join("core/capi/install.sh"))
+        .arg(&prefix)
+        .env("SHMEM_INSTALL_FROM", target_dir())
+        .output()
+        .expect("install.sh runs");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(prefix.join("lib64/libascendcl.so").exists());
+
+    // set_env.sh, sourced from elsewhere, names the prefix.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(
+            ". ./prefix/set_env.sh && echo \"$SHMEM_HOME_PATH|$ASCEND_HOME_PATH|$ASCEND_TOOLKIT_HOME\" \
+             && command -v aclshmem-c++ && echo \"$LD_LIBRARY_PATH\"",
+        )
+        .current_dir(&dir)
+        .env("LD_LIBRARY_PATH", "/elsewhere")
+        .output()
+        .expect("bash runs");
+    let t = text(&out);
+    let p = prefix
+        .canonicalize()
+        .expect("the prefix")
+        .display()
+        .to_string();
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains(&format!("{p}|{p}|{p}")), "{t}");
+    assert!(t.contains(&format!("{p}/bin/aclshmem-c++")), "{t}");
+    assert!(t.contains(&format!("{p}/lib:/elsewhere")), "{t}");
+
+    // find_package(shmem) and shmem::cann.
+    let build = dir.join("cmake-build");
+    for args in [
+        vec![
+            "-S".into(),
+            repo().join("conformance/cann/cmake").display().to_string(),
+            "-B".into(),
+            build.display().to_string(),
+            format!("-DCMAKE_PREFIX_PATH={}", prefix.display()),
+        ],
+        vec!["--build".into(), build.display().to_string()],
+    ] {
+        let out = Command::new("cmake")
+            .args(&args)
+            .output()
+            .expect("cmake runs");
+        assert!(out.status.success(), "cmake {args:?}:\n{}", text(&out));
+    }
+    let port = free_ports(7);
+    let out = Command::new(prefix.join("bin/shmemrun"))
+        .args(["-n", "4", "--timeout", "150", "--"])
+        .arg(build.join("multi_instance"))
+        .env("SHMEM_INSTANCE_PORT_RANGE", format!("{port}:{}", port + 6))
+        .env("SHMEM_TIMEOUT", "60")
+        .output()
+        .expect("shmemrun runs");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert_eq!(t.matches(" ok").count(), 4, "{t}");
     let _ = std::fs::remove_dir_all(dir);
 }
