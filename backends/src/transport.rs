@@ -29,6 +29,11 @@ pub struct SegmentSpec {
     pub caps: Capabilities,
     /// Consulted by every wait of the transport between two sleeps.
     pub watchdog: Arc<dyn Watchdog>,
+    /// The heap is device memory, as CANN's heaps are on an NPU: host code must not load or
+    /// store it at its symmetric addresses ([`Transport::segment_base`]), which only the
+    /// transport itself and the device runtime reach, through their own mappings; there is no
+    /// host mapping of any PE's heap. On Ascend every heap is device memory.
+    pub device_memory: bool,
 }
 
 impl fmt::Debug for SegmentSpec {
@@ -40,6 +45,7 @@ impl fmt::Debug for SegmentSpec {
             .field("label", &self.label)
             .field("attach_timeout", &self.attach_timeout)
             .field("caps", &self.caps)
+            .field("device_memory", &self.device_memory)
             .finish_non_exhaustive()
     }
 }

@@ -231,6 +231,11 @@ pub struct Attributes {
     pub wait_timeout: Option<Duration>,
     /// How the PEs meet.
     pub mode: InitMode,
+    /// The heap is device memory, as on an NPU: host code that loads or stores it at its
+    /// symmetric addresses faults, and only the library's calls and the device runtime (the
+    /// ACL stand-in's copies) reach it. CANN's C ABI sets it for its instances; a Rust-only
+    /// attribute, `false` by default (OpenSHMEM requires a host-accessible heap).
+    pub device_heap: bool,
 }
 
 impl Attributes {
@@ -252,6 +257,7 @@ impl Attributes {
             profile: None,
             wait_timeout: None,
             mode: InitMode::Default,
+            device_heap: false,
         }
     }
 

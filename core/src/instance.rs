@@ -199,6 +199,7 @@ impl Instance {
                 instance: attrs.instance_id,
                 my_pe,
             }),
+            device_memory: attrs.device_heap,
         };
         // The transport returns once every PE has attached every segment: from then on the
         // instance is usable everywhere.

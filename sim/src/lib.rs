@@ -16,6 +16,7 @@
 mod access;
 mod control;
 mod delivery;
+mod device_window;
 mod fd_exchange;
 pub mod launcher;
 mod segment;

@@ -13,6 +13,7 @@ use shmem_backend::{
 use crate::access::{self, ordering};
 use crate::control::Control;
 use crate::delivery::{self, Strict};
+use crate::device_window::DeviceWindow;
 use crate::fd_exchange::share_objects;
 use crate::segment::{Geometry, LocalObject, Segments};
 use crate::settings::{SimSettings, WaitPhases, local_pes, usable_cpus};
@@ -39,7 +40,7 @@ use crate::wait::wait_until;
 /// let spec = SegmentSpec {
 ///     my_pe: 0, n_pes: 1, size: 1 << 20, label: "doc".into(),
 ///     attach_timeout: std::time::Duration::from_secs(5),
-///     caps: Capabilities::ALL, watchdog: std::sync::Arc::new(Patient),
+///     caps: Capabilities::ALL, watchdog: std::sync::Arc::new(Patient), device_memory: false,
 /// };
 /// let t = SimTransport::open(spec, &mut Alone)?;
 /// let q = t.new_queue();
@@ -72,6 +73,9 @@ unsafe impl Send for SimTransport {}
 unsafe impl Sync for SimTransport {}
 
 struct Shared {
+    /// The symmetric addresses of a heap that is device memory (dropped first: its
+    /// registration with the ACL runtime ends before the mappings go).
+    window: Option<DeviceWindow>,
     /// Owns the reservation and the mappings that `SimTransport::base` points into.
     _mappings: Segments,
     /// This PE's memory object (its segment).
@@ -239,6 +243,14 @@ impl SimTransport {
         let object = LocalObject::create(&spec.label, &geometry)?;
         let segments = Segments::reserve(geometry, spec.n_pes)?;
         segments.map(spec.my_pe, &object.fd)?;
+        let host_access = settings.device_host_access;
+        let mut window = match spec.device_memory {
+            true => Some(DeviceWindow::reserve(geometry, spec.n_pes)?),
+            false => None,
+        };
+        if let Some(w) = window.as_ref().filter(|_| host_access) {
+            w.map(spec.my_pe, &object.fd)?;
+        }
         if spec.n_pes > 1 {
             let peers = share_objects(
                 spec.my_pe,
@@ -250,7 +262,10 @@ impl SimTransport {
             )?;
             for (pe, fd) in peers.into_iter().enumerate() {
                 if let Some(fd) = fd {
-                    segments.map(pe as Pe, fd)?;
+                    segments.map(pe as Pe, &fd)?;
+                    if let Some(w) = window.as_ref().filter(|_| host_access) {
+                        w.map(pe as Pe, &fd)?;
+                    }
                 }
             }
             // Nobody starts using the segments before everyone has mapped them all.
@@ -270,6 +285,19 @@ impl SimTransport {
             "sim segment attached"
         );
         let base = segments.slot(0);
+        if let Some(w) = window.as_mut() {
+            let stride = geometry.stride;
+            // SAFETY: the segments' mappings live in `shared` beside the window, which is
+            // dropped first.
+            unsafe {
+                w.register(spec.n_pes, geometry.heap, |pe| {
+                    base.as_ptr().wrapping_add(pe as usize * stride)
+                })
+            }?;
+        }
+        let mut caps = Capabilities::ALL.restrict(spec.caps);
+        // A device heap is mapped for no host.
+        caps.host_mapping &= window.is_none();
         Ok(SimTransport {
             base,
             stride: geometry.stride,
@@ -278,12 +306,13 @@ impl SimTransport {
             my_pe: spec.my_pe,
             n_pes: spec.n_pes,
             shared: Arc::new(Shared {
+                window,
                 _mappings: segments,
                 object: object.fd,
                 profile: Profile {
                     name: "sim",
                     limits: Limits::CANN,
-                    caps: Capabilities::ALL.restrict(spec.caps),
+                    caps,
                     strict: settings.strict,
                 },
                 phases,
@@ -587,7 +616,10 @@ impl Transport for SimTransport {
     }
 
     fn segment_base(&self, pe: Pe) -> u64 {
-        self.slot(pe) as usize as u64
+        match &self.shared.window {
+            Some(w) => w.slot(pe).as_ptr() as usize as u64,
+            None => self.slot(pe) as usize as u64,
+        }
     }
 
     fn host_mapping(&self, pe: Pe) -> Option<NonNull<u8>> {

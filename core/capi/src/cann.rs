@@ -146,6 +146,8 @@ fn mode_from_flags(flags: u32, attrs: &Attributes) -> Result<Attributes> {
         ApiProfile::OpenShmem => ApiProfile::Full,
         p => p,
     });
+    // CANN's heaps are device memory: host code faults on them, as on an NPU.
+    a.device_heap = true;
     let uid = matches!(a.mode, InitMode::UniqueId(_));
     if flags & INIT_WITH_UNIQUEID != 0 {
         if !uid {

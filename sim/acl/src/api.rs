@@ -555,3 +555,31 @@ pub unsafe extern "C" fn aclsimDeviceAlias(
         unsafe { out(host_alias, "hostAlias", a.cast()) }
     })
 }
+
+/// `aclsimRegisterDeviceMemory` (`acl/acl_sim.h`, this project's): `size` bytes at `dev_ptr`,
+/// which the caller owns and the runtime reaches at `host_alias`, become device memory: the
+/// copies accept them as such and reach them through the alias. `libshmem.so` registers the
+/// symmetric heaps of CANN instances so. 107000 for an overlap with device memory already known.
+///
+/// # Safety
+///
+/// Until it is unregistered, `host_alias..host_alias + size` stays mapped, readable and writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aclsimRegisterDeviceMemory(
+    dev_ptr: *mut c_void,
+    size: usize,
+    host_alias: *mut c_void,
+) -> aclError {
+    call("aclsimRegisterDeviceMemory", || {
+        memory::register(dev_ptr.cast(), size, host_alias.cast())
+    })
+}
+
+/// `aclsimUnregisterDeviceMemory` (`acl/acl_sim.h`, this project's): forgets memory registered
+/// at `dev_ptr`.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclsimUnregisterDeviceMemory(dev_ptr: *mut c_void) -> aclError {
+    call("aclsimUnregisterDeviceMemory", || {
+        memory::unregister(dev_ptr.cast())
+    })
+}

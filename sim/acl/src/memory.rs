@@ -14,11 +14,12 @@ use rustix::mm::{MapFlags, ProtFlags};
 
 use crate::state::{AclResult, INVALID_PARAM, RT_MEMORY_ALLOCATION, RT_PARAM_INVALID, fail, lock};
 
-/// One device allocation.
+/// One device allocation: the runtime's own (`aclrtMalloc`, with its memory object), or memory
+/// another library owns and registered (a symmetric heap of `libshmem.so`).
 struct Allocation {
     len: usize,
     alias: usize,
-    _object: OwnedFd,
+    object: Option<OwnedFd>,
 }
 
 /// The device allocations, by device address.
@@ -93,7 +94,7 @@ pub(crate) fn malloc(size: usize) -> AclResult<*mut u8> {
         Allocation {
             len,
             alias: alias as usize,
-            _object: object,
+            object: Some(object),
         },
     );
     Ok(device.cast())
@@ -101,12 +102,15 @@ pub(crate) fn malloc(size: usize) -> AclResult<*mut u8> {
 
 /// `aclrtFree`.
 pub(crate) fn free(p: *mut u8) -> AclResult<()> {
-    let Some(a) = lock(&DEVICE).remove(&(p as usize)) else {
+    let mut all = lock(&DEVICE);
+    if all.get(&(p as usize)).is_none_or(|a| a.object.is_none()) {
         return fail(
             RT_PARAM_INVALID,
             format!("{p:p} is not the start of device memory from aclrtMalloc"),
         );
-    };
+    }
+    let a = all.remove(&(p as usize)).expect("present: checked above");
+    drop(all);
     // SAFETY: both mappings were made by `malloc` with this length; the program gave the device
     // address back, and the runtime's alias is referenced by no task it still runs (freeing
     // memory a stream still uses is the program's error, as on an NPU).
@@ -114,6 +118,51 @@ pub(crate) fn free(p: *mut u8) -> AclResult<()> {
         let _ = rustix::mm::munmap(p.cast(), a.len);
         let _ = rustix::mm::munmap(a.alias as *mut _, a.len);
     }
+    Ok(())
+}
+
+/// `aclsimRegisterDeviceMemory`: `len` bytes at `p`, owned by the caller and reached by the
+/// runtime at `alias`, become device memory. They may not overlap device memory already known.
+pub(crate) fn register(p: *mut u8, len: usize, alias: *mut u8) -> AclResult<()> {
+    if p.is_null() || alias.is_null() || len == 0 {
+        return fail(INVALID_PARAM, "a null address or an empty range");
+    }
+    let (addr, mut all) = (p as usize, lock(&DEVICE));
+    let end = addr
+        .checked_add(len)
+        .ok_or(())
+        .or_else(|()| fail(INVALID_PARAM, format!("{len} bytes at {p:p} wrap around")))?;
+    let before = all
+        .range(..end)
+        .next_back()
+        .is_some_and(|(&b, a)| b + a.len > addr);
+    if before {
+        return fail(
+            RT_PARAM_INVALID,
+            format!("{len} bytes at {p:p} overlap device memory already known"),
+        );
+    }
+    all.insert(
+        addr,
+        Allocation {
+            len,
+            alias: alias as usize,
+            object: None,
+        },
+    );
+    Ok(())
+}
+
+/// `aclsimUnregisterDeviceMemory`: forgets memory registered at `p`.
+pub(crate) fn unregister(p: *mut u8) -> AclResult<()> {
+    let mut all = lock(&DEVICE);
+    if all.get(&(p as usize)).is_none_or(|a| a.object.is_some()) {
+        return fail(
+            RT_PARAM_INVALID,
+            format!("{p:p} is not the start of registered device memory"),
+        );
+    }
+    all.remove(&(p as usize));
     Ok(())
 }
 
@@ -131,9 +180,13 @@ pub(crate) fn is_device(p: *const u8) -> bool {
     alias(p, 0).is_some()
 }
 
-/// Bytes of device memory allocated.
+/// Bytes of device memory allocated by `aclrtMalloc`.
 pub(crate) fn allocated() -> usize {
-    lock(&DEVICE).values().map(|a| a.len).sum()
+    lock(&DEVICE)
+        .values()
+        .filter(|a| a.object.is_some())
+        .map(|a| a.len)
+        .sum()
 }
 
 /// Pinned host memory from `aclrtMallocHost`, by address and length.

@@ -167,9 +167,23 @@ pub const FUNCTIONS: &[(&str, &str, &str, &str)] = &[
 
 /// The stand-in's own C interface (`acl/acl_sim.h`), for the simulator's `libshmem.so`: not
 /// part of ACL.
-pub const SIM_FUNCTIONS: &[(&str, &str, &str, &str)] = &[(
-    "aclError",
-    "aclsimDeviceAlias",
-    "const void *devPtr, size_t size, void **hostAlias",
-    "this project: the host address at which the runtime itself reaches `size` bytes of device memory at `devPtr`",
-)];
+pub const SIM_FUNCTIONS: &[(&str, &str, &str, &str)] = &[
+    (
+        "aclError",
+        "aclsimDeviceAlias",
+        "const void *devPtr, size_t size, void **hostAlias",
+        "this project: the host address at which the runtime itself reaches `size` bytes of device memory at `devPtr`",
+    ),
+    (
+        "aclError",
+        "aclsimRegisterDeviceMemory",
+        "void *devPtr, size_t size, void *hostAlias",
+        "this project: makes `size` bytes at `devPtr`, which the caller owns and the runtime reaches at `hostAlias`, device memory (a symmetric heap)",
+    ),
+    (
+        "aclError",
+        "aclsimUnregisterDeviceMemory",
+        "void *devPtr",
+        "this project: forgets device memory registered at `devPtr` by aclsimRegisterDeviceMemory",
+    ),
+];

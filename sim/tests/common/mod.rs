@@ -128,6 +128,7 @@ pub fn run_with<F>(
                         attach_timeout: Duration::from_secs(10),
                         caps,
                         watchdog,
+                        device_memory: false,
                     };
                     let mut ex = ThreadExchange {
                         pe: pe as usize,

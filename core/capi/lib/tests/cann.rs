@@ -248,3 +248,45 @@ fn an_installed_prefix_serves_cann_programs_with_set_env_and_cmake() {
     assert_eq!(t.matches(" ok").count(), 4, "{t}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// CANN's heaps are device memory (`conformance/cann/device_memory.cpp`): the ACL runtime's
+/// copies reach them and SHMEM's calls do, host code faults on them and the launcher names the
+/// PE and the signal; `SHMEM_SIM_DEVICE_HOST_ACCESS=1` lets host code in.
+#[test]
+fn cann_heaps_are_device_memory_that_host_code_faults_on() {
+    let dir = temp_dir("cann-device");
+    let exe = dir.join("device_memory");
+    let out = Command::new(target_dir().join("aclshmem-c++"))
+        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(repo().join("conformance/cann/device_memory.cpp"))
+        .output()
+        .expect("aclshmem-c++ runs");
+    assert!(out.status.success(), "{}", text(&out));
+    let run = |args: &[&str], host_access: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+            .args(["-n", "2", "--timeout", "120", "--"])
+            .arg(&exe)
+            .args(args)
+            .env("CANN_TEST_PORT", three_free_ports().to_string())
+            .env("SHMEM_TIMEOUT", "60")
+            .env("SHMEM_SIM_DEVICE_HOST_ACCESS", host_access)
+            .output()
+            .expect("the launcher runs");
+        (out.status.success(), text(&out))
+    };
+    let (ok, t) = run(&[], "0");
+    assert!(ok, "{t}");
+    assert_eq!(t.matches(" ok").count(), 2, "{t}");
+    let (ok, t) = run(&["touch"], "0");
+    assert!(!ok, "a host store to device memory must fault:\n{t}");
+    assert!(
+        t.contains("PE 1 (pid") && t.contains("was killed by signal 11 (SIGSEGV)"),
+        "{t}"
+    );
+    let (ok, t) = run(&["touch"], "1");
+    assert!(ok, "{t}");
+    assert!(t.contains("host code stored 42"), "{t}");
+    assert_eq!(t.matches(" ok").count(), 2, "{t}");
+    let _ = std::fs::remove_dir_all(dir);
+}

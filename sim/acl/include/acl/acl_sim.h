@@ -11,6 +11,10 @@ extern "C" {
 
 /* this project: the host address at which the runtime itself reaches `size` bytes of device memory at `devPtr` */
 aclError aclsimDeviceAlias(const void *devPtr, size_t size, void **hostAlias);
+/* this project: makes `size` bytes at `devPtr`, which the caller owns and the runtime reaches at `hostAlias`, device memory (a symmetric heap) */
+aclError aclsimRegisterDeviceMemory(void *devPtr, size_t size, void *hostAlias);
+/* this project: forgets device memory registered at `devPtr` by aclsimRegisterDeviceMemory */
+aclError aclsimUnregisterDeviceMemory(void *devPtr);
 
 #ifdef __cplusplus
 }
