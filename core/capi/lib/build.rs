@@ -1261,6 +1261,37 @@ fn link_osh_cxx() {
     }
 }
 
+/// Makes `libshmem.so` depend on the ACL runtime (`DT_NEEDED libascendcl.so`), as CANN's does,
+/// found beside it (`RUNPATH $ORIGIN`): in `target/<profile>` and in an installed `lib/` the
+/// stand-in is there. The runtime is built as a separate library of the workspace, possibly after
+/// this one, so the link names a stub with the runtime's soname, as vendors ship stubs of their
+/// driver libraries; `libshmem.so` uses no symbol of it at link time (the simulator finds the
+/// stand-in's private interface at run time, `sim/src/device_window.rs`).
+fn link_ascendcl() {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let dir = out.join("ascendcl-stub");
+    std::fs::create_dir_all(&dir).expect("creating the stub's directory");
+    let src = dir.join("stub.c");
+    std::fs::write(
+        &src,
+        "/* A link stub with the soname of the ACL runtime: gives libshmem.so its DT_NEEDED. */\n\
+         int aclsim_link_stub(void) { return 0; }\n",
+    )
+    .expect("writing the stub");
+    let status = cc::Build::new()
+        .get_compiler()
+        .to_command()
+        .args(["-shared", "-fPIC", "-Wl,-soname,libascendcl.so", "-o"])
+        .arg(dir.join("libascendcl.so"))
+        .arg(&src)
+        .status()
+        .expect("the C compiler runs");
+    assert!(status.success(), "building the libascendcl.so link stub failed");
+    println!("cargo:rustc-cdylib-link-arg=-L{}", dir.display());
+    println!("cargo:rustc-cdylib-link-arg=-Wl,--push-state,--no-as-needed,-lascendcl,--pop-state");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=src/table.rs");
     println!("cargo:rerun-if-changed=build.rs");
@@ -1272,6 +1303,7 @@ fn main() {
         .compile("shmem_longdouble");
     // C programs link against libshmem.so and find it again by this name.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libshmem.so");
+    link_ascendcl();
     link_osh_cxx();
     let mut routines = Vec::new();
     rma_routines(&mut routines);

@@ -278,6 +278,18 @@ fn cann_heaps_are_device_memory_that_host_code_faults_on() {
     let (ok, t) = run(&[], "0");
     assert!(ok, "{t}");
     assert_eq!(t.matches(" ok").count(), 2, "{t}");
+    // libshmem.so depends on the ACL runtime, found beside it.
+    let dynamic = Command::new("readelf")
+        .arg("-d")
+        .arg(target_dir().join("libshmem.so"))
+        .output()
+        .expect("readelf runs");
+    let dynamic = text(&dynamic);
+    assert!(
+        dynamic.contains("Shared library: [libascendcl.so]")
+            && dynamic.contains("Library runpath: [$ORIGIN]"),
+        "{dynamic}"
+    );
     let (ok, t) = run(&["touch"], "0");
     assert!(!ok, "a host store to device memory must fault:\n{t}");
     assert!(
