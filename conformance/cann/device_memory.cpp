@@ -1,6 +1,7 @@
 // device_memory.cpp: CANN's heaps are device memory, as on an NPU. The ACL runtime's copies reach
 // aclshmem_malloc memory (aclrtMemcpy host to device and back, and to a peer's heap through
-// aclshmem_ptr), and so do SHMEM's calls; host code does not. Run by shmemrun on 2 PEs; with the
+// aclshmem_ptr), and so do SHMEM's calls, which also take aclrtMalloc memory as their local side;
+// host code does not. Run by shmemrun on 2 PEs; with the
 // argument "touch", PE 1 then stores to its heap from host code, which faults (SIGSEGV) as on an
 // NPU, and the launcher names the PE and the signal. Under SHMEM_SIM_DEVICE_HOST_ACCESS=1 the
 // store works, and the program says so.
@@ -57,6 +58,35 @@ int main(int argc, char **argv) {
     CHECK(aclrtMemcpy(&theirs, sizeof theirs, remote, sizeof theirs, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS,
           "D2H from the peer's heap");
     CHECK(theirs == peer * 1000 + 7, "the peer's element: %d", theirs);
+    aclshmem_barrier_all();
+
+    // Device memory from aclrtMalloc as the local side of host RMA: a put from it, a get into it,
+    // and a put on an ACL stream (complete once the stream is synchronised).
+    void *dev = nullptr;
+    CHECK(aclrtMalloc(&dev, 64 * sizeof(int32_t), ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS, "aclrtMalloc");
+    for (int i = 0; i < 64; i++) in[i] = -(me * 1000 + i);
+    CHECK(aclrtMemcpy(dev, sizeof in, in, sizeof in, ACL_MEMCPY_HOST_TO_DEVICE) == ACL_SUCCESS, "H2D");
+    aclshmem_putmem(heap + 32, dev, 8 * sizeof(int32_t), peer); // the peer's heap[32..40] = -(me...)
+    aclshmem_barrier_all();
+    const int from = (me + n - 1) % n;
+    CHECK(aclshmem_int32_g(heap + 33, me) == -(from * 1000 + 1), "put from device memory: %d",
+          aclshmem_int32_g(heap + 33, me));
+    aclshmem_getmem(static_cast<int32_t *>(dev) + 16, heap + 5, 2 * sizeof(int32_t), peer); // dev[16..18]
+    aclrtStream stream = nullptr;
+    CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS, "a stream");
+    aclshmemx_putmem_on_stream(heap + 48, static_cast<int32_t *>(dev) + 2, sizeof(int32_t), peer, stream);
+    CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS, "synchronise the stream");
+    aclshmem_barrier_all(); // completes the get on the default stream; the stream put is done
+    CHECK(aclrtMemcpy(out, 2 * sizeof(int32_t), static_cast<int32_t *>(dev) + 16, 2 * sizeof(int32_t),
+                      ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS,
+          "D2H");
+    CHECK(out[0] == peer * 1000 + 5 && out[1] == peer * 1000 + 6, "get into device memory: %d %d", out[0], out[1]);
+    CHECK(aclshmem_int32_g(heap + 48, me) == -(from * 1000 + 2), "put on a stream from device memory");
+    int32_t on_host[2] = {1, 2};
+    aclshmem_putmem(heap, on_host, sizeof on_host, peer); // host memory: refused, logged
+    CHECK(aclrtDestroyStream(stream) == ACL_SUCCESS, "destroy the stream");
+    CHECK(aclrtFree(dev) == ACL_SUCCESS, "aclrtFree");
+    CHECK(aclrtFree(heap) != ACL_SUCCESS, "aclrtFree of the heap is refused");
     aclshmem_barrier_all();
 
     if (argc > 1 && std::strcmp(argv[1], "touch") == 0 && me == 1) {

@@ -1286,7 +1286,10 @@ fn link_ascendcl() {
         .arg(&src)
         .status()
         .expect("the C compiler runs");
-    assert!(status.success(), "building the libascendcl.so link stub failed");
+    assert!(
+        status.success(),
+        "building the libascendcl.so link stub failed"
+    );
     println!("cargo:rustc-cdylib-link-arg=-L{}", dir.display());
     println!("cargo:rustc-cdylib-link-arg=-Wl,--push-state,--no-as-needed,-lascendcl,--pop-state");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");

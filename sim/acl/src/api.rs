@@ -531,7 +531,8 @@ pub extern "C" fn aclrtGetSocName() -> *const c_char {
 }
 
 /// `aclsimDeviceAlias` (`acl/acl_sim.h`, this project's): where the runtime reaches `size`
-/// bytes of device memory at `dev_ptr`; 107000 when they do not lie in one allocation.
+/// bytes of device memory at `dev_ptr`; 107000 when they do not lie in one allocation. A query:
+/// it logs nothing, since callers ask it about addresses that may be host memory.
 ///
 /// # Safety
 ///
@@ -542,18 +543,15 @@ pub unsafe extern "C" fn aclsimDeviceAlias(
     size: usize,
     host_alias: *mut *mut c_void,
 ) -> aclError {
-    call("aclsimDeviceAlias", || {
-        let a = memory::alias(dev_ptr.cast(), size)
-            .ok_or(())
-            .or_else(|()| {
-                state::fail(
-                    state::RT_PARAM_INVALID,
-                    format!("{size} bytes at {dev_ptr:p} are not device memory"),
-                )
-            })?;
-        // SAFETY: forwarded.
-        unsafe { out(host_alias, "hostAlias", a.cast()) }
-    })
+    let Some(a) = memory::alias(dev_ptr.cast(), size) else {
+        return state::RT_PARAM_INVALID;
+    };
+    if host_alias.is_null() {
+        return state::INVALID_PARAM;
+    }
+    // SAFETY: non-null, valid for a write per the contract.
+    unsafe { host_alias.write(a.cast()) };
+    0
 }
 
 /// `aclsimRegisterDeviceMemory` (`acl/acl_sim.h`, this project's): `size` bytes at `dev_ptr`,

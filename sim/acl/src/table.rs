@@ -172,7 +172,7 @@ pub const SIM_FUNCTIONS: &[(&str, &str, &str, &str)] = &[
         "aclError",
         "aclsimDeviceAlias",
         "const void *devPtr, size_t size, void **hostAlias",
-        "this project: the host address at which the runtime itself reaches `size` bytes of device memory at `devPtr`",
+        "this project: the host address at which the runtime itself reaches `size` bytes of device memory at `devPtr` (a query: logs nothing)",
     ),
     (
         "aclError",

@@ -271,6 +271,7 @@ fn cann_heaps_are_device_memory_that_host_code_faults_on() {
             .env("CANN_TEST_PORT", three_free_ports().to_string())
             .env("SHMEM_TIMEOUT", "60")
             .env("SHMEM_SIM_DEVICE_HOST_ACCESS", host_access)
+            .env("SHMEM_SIM_STRICT", "1")
             .output()
             .expect("the launcher runs");
         (out.status.success(), text(&out))

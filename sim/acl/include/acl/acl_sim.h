@@ -9,7 +9,7 @@
 extern "C" {
 #endif
 
-/* this project: the host address at which the runtime itself reaches `size` bytes of device memory at `devPtr` */
+/* this project: the host address at which the runtime itself reaches `size` bytes of device memory at `devPtr` (a query: logs nothing) */
 aclError aclsimDeviceAlias(const void *devPtr, size_t size, void **hostAlias);
 /* this project: makes `size` bytes at `devPtr`, which the caller owns and the runtime reaches at `hostAlias`, device memory (a symmetric heap) */
 aclError aclsimRegisterDeviceMemory(void *devPtr, size_t size, void *hostAlias);

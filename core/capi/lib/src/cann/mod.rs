@@ -13,6 +13,7 @@ use std::ffi::c_int;
 
 use shmem_core::{Error, Result};
 
+mod acl;
 pub mod heap;
 pub mod init;
 pub mod log;

@@ -10,10 +10,10 @@
 //! (`SHMEM_SIM_STRICT=1`) queued work runs only when the stream is synchronised, so a result read
 //! before a barrier is stale every time, as it can be on an NPU.
 //!
-//! Both sides of a put or get are symmetric memory of the instance (the heap), as CANN's kernels
-//! read and write global memory; a source or destination outside it (host memory, or device
-//! memory from `aclrtMalloc`) is refused with `INVALID_PARAM` (device-memory operands are not
-//! yet supported).
+//! The remote side of a put or get is symmetric memory of the instance (the heap); the local side
+//! is symmetric memory or device memory from `aclrtMalloc` (global memory, which CANN's kernels
+//! read and write). Host memory is refused with `INVALID_PARAM`, as it cannot work on an NPU. The
+//! strided and signal forms take symmetric memory on both sides.
 
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
@@ -94,9 +94,38 @@ fn symmetric<'a>(
 ) -> Result<shmem_core::SymSlice<'a, u8>> {
     ctx.as_ref().view_at(p.cast::<u8>(), len).map_err(|_| {
         Error::InvalidParam(format!(
-            "the {what} ({len} bytes at {p:p}) is not symmetric memory of the instance (device memory from aclrtMalloc is not yet supported)"
+            "the {what} ({len} bytes at {p:p}) is not symmetric memory of the instance"
         ))
     })
+}
+
+/// Serialises the short registrations of device operands (two calls on one buffer must not
+/// register it twice).
+static DEVICE_OPERANDS: Mutex<()> = Mutex::new(());
+
+/// Runs `f` with `len` bytes of device memory at `p` (from `aclrtMalloc`) registered with
+/// `inst` as the range the simulator reaches through the runtime's alias; host memory is
+/// `INVALID_PARAM`. Queued stream work reads or writes the alias when it runs: the program
+/// keeps the buffer until it synchronises the stream, as on an NPU.
+fn with_device(
+    inst: &Instance,
+    p: *const c_void,
+    len: usize,
+    what: &str,
+    f: impl FnOnce(shmem_core::DeviceRange) -> Result<()>,
+) -> Result<()> {
+    let alias = super::acl::device_alias(p, len).ok_or_else(|| {
+        Error::InvalidParam(format!(
+            "the {what} ({len} bytes at {p:p}) is neither symmetric memory of the instance nor device memory from aclrtMalloc"
+        ))
+    })?;
+    let _one = DEVICE_OPERANDS.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: the runtime's alias of a live allocation stays mapped while the program keeps the
+    // allocation, which it must while the operation may run (CANN's contract).
+    let range = unsafe { inst.register_device(alias as u64, len) }?;
+    let r = f(range);
+    let _ = inst.deregister_device(range.addr);
+    r
 }
 
 /// Runs a void RMA call, logging a failure.
@@ -130,8 +159,10 @@ pub(crate) unsafe fn put(
         // SAFETY: forwarded.
         let ctx = unsafe { context_for(&inst, stream) }?;
         let to = symmetric(&ctx, dst, len, "destination")?;
-        let from = symmetric(&ctx, src, len, "source")?;
-        to.put_from(from, pe)
+        match ctx.as_ref().view_at(src.cast::<u8>(), len) {
+            Ok(from) => to.put_from(from, pe),
+            Err(_) => with_device(&inst, src, len, "source", |d| to.put_from_device(d, pe)),
+        }
     });
 }
 
@@ -157,8 +188,12 @@ pub(crate) unsafe fn get(
         // SAFETY: forwarded.
         let ctx = unsafe { context_for(&inst, stream) }?;
         let from = symmetric(&ctx, src, len, "source")?;
-        let to = symmetric(&ctx, dst, len, "destination")?;
-        from.get_into(to, pe)
+        match ctx.as_ref().view_at(dst.cast_const().cast::<u8>(), len) {
+            Ok(to) => from.get_into(to, pe),
+            Err(_) => with_device(&inst, dst, len, "destination", |d| {
+                from.get_into_device(d, pe)
+            }),
+        }
     });
 }
 
