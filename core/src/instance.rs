@@ -199,7 +199,8 @@ impl Instance {
                 instance: attrs.instance_id,
                 my_pe,
             }),
-            device_memory: attrs.device_heap,
+            // CANN's heaps are device memory (under SHMEM_PROFILE=cann too).
+            device_memory: attrs.device_heap || profile == settings::ApiProfile::Cann,
         };
         // The transport returns once every PE has attached every segment: from then on the
         // instance is usable everywhere.
