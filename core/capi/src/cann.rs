@@ -371,33 +371,46 @@ pub fn team_split_2d(parent: i32, xrange: i32) -> Result<(i32, i32)> {
 /// `ACLSHMEM_NOT_SUPPORTED` on instances other than 0.
 pub fn team_translate_pe(src: i32, src_pe: i32, dest: i32) -> i32 {
     if let Err(e) = single_instance("aclshmem_team_translate_pe") {
-        tracing::error!("aclshmem_team_translate_pe: {e}");
+        log_failure("aclshmem_team_translate_pe", &e);
         return shmem::Code::NotSupported as i32;
     }
     match (team(src), team(dest), u32::try_from(src_pe)) {
         (Ok(s), Ok(d), Ok(pe)) => s.translate_pe(pe, &d).map_or(-1, |p| p as i32),
+        (Err(e), _, _) | (_, Err(e), _) => logged("aclshmem_team_translate_pe", &e),
         _ => -1,
     }
+}
+
+/// Logs a call's failure at the boundary (one line, with its code).
+fn log_failure(name: &str, e: &Error) {
+    crate::log::init();
+    tracing::error!("{name}: {e} (code {})", e.code() as i32);
+}
+
+/// Logs a call's failure and gives -1, its answer.
+fn logged(name: &str, e: &Error) -> i32 {
+    log_failure(name, e);
+    -1
 }
 
 /// `aclshmem_team_my_pe`: -1 for an invalid team; `ACLSHMEM_NOT_SUPPORTED` on instances
 /// other than 0.
 pub fn team_my_pe(handle: i32) -> i32 {
     if let Err(e) = single_instance("aclshmem_team_my_pe") {
-        tracing::error!("aclshmem_team_my_pe: {e}");
+        log_failure("aclshmem_team_my_pe", &e);
         return shmem::Code::NotSupported as i32;
     }
-    team(handle).map_or(-1, |t| t.my_pe() as i32)
+    team(handle).map_or_else(|e| logged("aclshmem_team_my_pe", &e), |t| t.my_pe() as i32)
 }
 
 /// `aclshmem_team_n_pes`: -1 for an invalid team; `ACLSHMEM_NOT_SUPPORTED` on instances
 /// other than 0.
 pub fn team_n_pes(handle: i32) -> i32 {
     if let Err(e) = single_instance("aclshmem_team_n_pes") {
-        tracing::error!("aclshmem_team_n_pes: {e}");
+        log_failure("aclshmem_team_n_pes", &e);
         return shmem::Code::NotSupported as i32;
     }
-    team(handle).map_or(-1, |t| t.n_pes() as i32)
+    team(handle).map_or_else(|e| logged("aclshmem_team_n_pes", &e), |t| t.n_pes() as i32)
 }
 
 /// `aclshmem_team_get_config`: `INVALID_PARAM` for an invalid team; `NOT_SUPPORTED` on
@@ -411,14 +424,14 @@ pub fn team_get_config(handle: i32) -> Result<shmem::TeamConfig> {
 /// cannot be destroyed (CANN destroys it, breaking every later call).
 pub fn team_destroy(handle: i32) {
     match team(handle) {
-        Err(e) => tracing::error!("team_destroy: {e}"),
+        Err(e) => log_failure("aclshmem_team_destroy", &e),
         Ok(t) => {
             let key = (t.instance().id(), handle);
             match t.destroy() {
                 Ok(()) => {
                     teams().remove(&key);
                 }
-                Err(e) => tracing::error!("team_destroy: {e}"),
+                Err(e) => log_failure("aclshmem_team_destroy", &e),
             }
         }
     }

@@ -303,3 +303,49 @@ fn cann_heaps_are_device_memory_that_host_code_faults_on() {
     assert_eq!(t.matches(" ok").count(), 2, "{t}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Bad input at CANN's entry points (`conformance/cann/bad_input.cpp`): CANN's code, exactly one
+/// log line per refused call, no crash, and both instances keep working.
+#[test]
+fn bad_input_at_cann_entry_points_gets_one_line_and_harms_nothing() {
+    let dir = temp_dir("cann-bad");
+    let exe = dir.join("bad_input");
+    let out = Command::new(target_dir().join("aclshmem-c++"))
+        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(repo().join("conformance/cann/bad_input.cpp"))
+        .output()
+        .expect("aclshmem-c++ runs");
+    assert!(out.status.success(), "{}", text(&out));
+    for strict in ["0", "1"] {
+        let port = three_free_ports();
+        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+            .args(["-n", "2", "--timeout", "120", "--"])
+            .arg(&exe)
+            .env("CANN_TEST_PORT", port.to_string())
+            .env(
+                "SHMEM_INSTANCE_PORT_RANGE",
+                format!("{}:{}", port + 1, port + 2),
+            )
+            .env("SHMEM_TIMEOUT", "60")
+            .env("SHMEM_SIM_STRICT", strict)
+            .output()
+            .expect("the launcher runs");
+        let t = text(&out);
+        assert!(out.status.success(), "{t}");
+        assert_eq!(t.matches(" ok").count(), 2, "{t}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let bad: usize = stdout
+            .lines()
+            .filter_map(|l| l.split("bad calls: ").nth(1))
+            .map(|n| n.trim().parse::<usize>().expect("a count"))
+            .sum();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines = stderr.lines().filter(|l| l.starts_with("ERROR ")).count();
+        assert!(
+            bad > 0 && lines == bad,
+            "{bad} bad calls, {lines} ERROR lines:\n{t}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
