@@ -180,6 +180,22 @@ int main() {
     int32_t want[4] = {0, 5 + prev, 0, 0};
     aclshmem_int32_test_all_vector(words, 4, nullptr, ACLSHMEM_CMP_EQ, want, &res);
     EQ(res, 1);
+    // CANN reads status, indices and cmp_values and writes res_out on the device: device memory
+    // (a heap, or aclrtMalloc memory) works, as on an NPU.
+    auto *dres = static_cast<uint64_t *>(aclshmem_calloc(2, sizeof(uint64_t)));
+    void *didx = nullptr;
+    EQ(aclrtMalloc(&didx, 4 * sizeof(size_t), ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    aclshmem_int32_test(words + 1, ACLSHMEM_CMP_EQ, 5 + prev, reinterpret_cast<int *>(dres));
+    aclshmem_int32_test_some(words, 4, static_cast<size_t *>(didx), nullptr, ACLSHMEM_CMP_GT, 4,
+                             reinterpret_cast<size_t *>(dres + 1));
+    aclshmem_barrier_all();
+    EQ(aclshmem_int32_g(reinterpret_cast<int32_t *>(dres), me), 1);
+    EQ(aclshmem_uint64_g(dres + 1, me), 1);
+    size_t first = 9;
+    EQ(aclrtMemcpy(&first, sizeof first, didx, sizeof first, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    EQ(first, 1);
+    EQ(aclrtFree(didx), ACL_SUCCESS);
+    aclshmem_free(dres);
     aclshmem_int32_test_any(words, 4, nullptr, 99, 0, &any); // a bad comparison: CANN's sentinel
     EQ(any, SIZE_MAX);
     aclshmem_signal_wait_until(words + 1, ACLSHMEM_CMP_GE, 5);
@@ -236,7 +252,7 @@ int main() {
     CHECK(logged_level == 3 && std::strstr(logged, "aclshmem_int64_put") != nullptr, "logged %d: %s", logged_level,
           logged);
     EQ(aclshmemx_set_extern_logger(nullptr), 0);
-    EQ(aclshmemx_set_log_level(9), ACLSHMEM_INVALID_PARAM);
+    EQ(aclshmemx_set_log_level(9), ACLSHMEM_INVALID_VALUE);
     EQ(aclshmemx_set_log_level(2), ACLSHMEM_SUCCESS);
     aclshmem_prof_pe_t *profs = reinterpret_cast<aclshmem_prof_pe_t *>(&attr);
     aclshmemx_get_prof(&profs, false);

@@ -20,11 +20,12 @@ pub extern "C" fn aclshmemx_set_extern_logger(func: Option<ExternLogger>) -> i32
 }
 
 /// `aclshmemx_set_log_level`: 0 DEBUG, 1 INFO, 2 WARN, 3 ERROR, 4 FATAL; `SHMEM_LOG_LEVEL`
-/// wins when it names a level, as in CANN. Another level is `INVALID_PARAM`.
+/// wins when it names a level, as in CANN. Another level is `INVALID_VALUE`, as CANN's logger
+/// answers.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmemx_set_log_level(level: c_int) -> i32 {
     code("aclshmemx_set_log_level", || {
-        shmem_capi::log::set_level(level).map_err(Error::InvalidParam)
+        shmem_capi::log::set_level(level).map_err(Error::InvalidValue)
     })
 }
 

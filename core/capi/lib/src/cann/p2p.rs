@@ -18,7 +18,49 @@ use shmem_capi::cann;
 use shmem_core::{Cmp, Error, Instance, Result, Scalar, SymSlice};
 
 use super::failed;
-use crate::p2p::{cmp, indices, status, values};
+use crate::p2p::cmp;
+
+/// Where host code reaches `n` elements at `p`: CANN's routines read `status`, `indices` and
+/// `cmp_values` and write `res_out` on the device, so they are device memory (a heap, or memory
+/// from `aclrtMalloc`), which this library reaches through the ACL runtime's alias; host memory,
+/// which CANN does not accept, is used as it is.
+fn host_side<T>(p: *const T, n: usize) -> *const T {
+    if p.is_null() {
+        return p;
+    }
+    let bytes = n.saturating_mul(size_of::<T>()).max(1);
+    super::acl::device_alias(p.cast(), bytes).map_or(p, |a| a.cast_const().cast())
+}
+
+/// The `status` array, if any (see [`host_side`]).
+///
+/// # Safety
+///
+/// `st` is null or valid for `nelems` reads.
+unsafe fn status<'a>(st: *const c_int, nelems: usize) -> Option<&'a [i32]> {
+    // SAFETY: forwarded; the alias reaches the same bytes.
+    unsafe { crate::p2p::status(host_side(st, nelems), nelems) }
+}
+
+/// The `cmp_values` array (see [`host_side`]).
+///
+/// # Safety
+///
+/// `p` is valid for `nelems` reads.
+unsafe fn values<'a, T>(p: *const T, nelems: usize) -> Result<&'a [T]> {
+    // SAFETY: forwarded; the alias reaches the same bytes.
+    unsafe { crate::p2p::values(host_side(p, nelems), nelems) }
+}
+
+/// The `indices` array (see [`host_side`]).
+///
+/// # Safety
+///
+/// `p` is valid for `nelems` writes.
+unsafe fn indices<'a>(p: *mut usize, nelems: usize) -> Result<&'a mut [usize]> {
+    // SAFETY: forwarded; the alias reaches the same bytes, writable.
+    unsafe { crate::p2p::indices(host_side(p.cast_const(), nelems).cast_mut(), nelems) }
+}
 
 /// The `n` words at symmetric address `p` of the active instance, after its default stream's
 /// queued work.
@@ -34,8 +76,8 @@ fn words<T: Scalar + Pod>(inst: &Instance, p: *const T, n: usize) -> Result<SymS
 /// `res_out` is null or valid for a write.
 unsafe fn write<R>(res_out: *mut R, v: R) {
     if !res_out.is_null() {
-        // SAFETY: per the contract.
-        unsafe { res_out.write(v) };
+        // SAFETY: per the contract; the alias of device memory is writable.
+        unsafe { host_side(res_out.cast_const(), 1).cast_mut().write(v) };
     }
 }
 
