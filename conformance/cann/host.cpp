@@ -286,6 +286,34 @@ int main() {
     aclshmem_barrier_all();
     aclshmem_sync_all();
 
+    // CANN's barrier test: the ring increment. Each PE reads its value, then after a barrier
+    // stores value + 1 to the next PE; after round i every PE holds i. Without the barriers'
+    // completion of the default stream the values would lag (always, under strict mode).
+    {
+        auto *ring = static_cast<int32_t *>(aclshmem_calloc(1, sizeof(int32_t)));
+        aclshmem_barrier_all();
+        for (int round = 1; round <= 3; round++) {
+            const int32_t v = aclshmem_int32_g(ring, me);
+            aclshmem_barrier_all();
+            aclshmem_int32_p(ring, v + 1, next);
+            aclshmem_barrier_all();
+            CHECK(aclshmem_int32_g(ring, me) == round, "ring round %d: %d", round, aclshmem_int32_g(ring, me));
+        }
+        aclshmem_free(ring);
+    }
+    // An instance id beyond the port range: INVALID_VALUE, nothing created, instance 0 active.
+    {
+        aclshmemx_init_attr_t bad;
+        bad.my_pe = me;
+        bad.n_pes = n;
+        bad.local_mem_size = 2 << 20;
+        std::snprintf(bad.ip_port, sizeof bad.ip_port, "tcp://127.0.0.1:0");
+        bad.instance_id = 3; // SHMEM_INSTANCE_PORT_RANGE (start:start + 1) holds id 1 only
+        EQ(aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &bad), ACLSHMEM_INVALID_VALUE);
+        EQ(aclshmemx_instance_ctx_get()->id, 0);
+        EQ(aclshmemx_init_status(), ACLSHMEM_STATUS_IS_INITIALIZED);
+    }
+
     // A second instance over the same PEs (port: SHMEM_INSTANCE_PORT_RANGE's start + 1).
     aclshmemx_init_attr_t a1;
     a1.my_pe = me;
