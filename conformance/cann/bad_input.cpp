@@ -7,21 +7,13 @@
 #include <acl/acl.h>
 #include <shmem.h>
 
+#include "check.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
-static int failures;
 static int bad_calls; // the calls that must log one ERROR line each
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            std::fprintf(stderr, "bad_input.cpp:%d: ", __LINE__);             \
-            std::fprintf(stderr, __VA_ARGS__);                                \
-            std::fputc('\n', stderr);                                         \
-            failures++;                                                       \
-        }                                                                     \
-    } while (0)
 #define BAD(call, want)                                                                       \
     do {                                                                                      \
         const long long got_ = (long long)(call);                                             \

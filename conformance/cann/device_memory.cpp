@@ -8,21 +8,12 @@
 #include <acl/acl.h>
 #include <shmem.h>
 
+#include "check.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
-static int failures;
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            std::fprintf(stderr, "device_memory.cpp:%d: ", __LINE__);         \
-            std::fprintf(stderr, __VA_ARGS__);                                \
-            std::fputc('\n', stderr);                                         \
-            failures++;                                                       \
-        }                                                                     \
-    } while (0)
 
 int main(int argc, char **argv) {
     const int me = std::atoi(std::getenv("SHMEMRUN_PE"));

@@ -9,27 +9,13 @@
 #include <acl/acl.h>
 #include <shmem.h>
 
+#include "check.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
-static int failures;
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            std::fprintf(stderr, "host.cpp:%d: ", __LINE__);                  \
-            std::fprintf(stderr, __VA_ARGS__);                                \
-            std::fputc('\n', stderr);                                         \
-            failures++;                                                       \
-        }                                                                     \
-    } while (0)
-#define EQ(call, want)                                                                   \
-    do {                                                                                 \
-        const auto got_ = (call);                                                        \
-        CHECK(got_ == (want), "%s gave %lld, want %lld", #call, (long long)got_, (long long)(want)); \
-    } while (0)
 
 static_assert(sizeof(aclshmemx_init_attr_t) == 120, "aclshmemx_init_attr_t is 120 bytes");
 static_assert(offsetof(aclshmemx_init_attr_t, local_mem_size) == 72, "local_mem_size at 72");

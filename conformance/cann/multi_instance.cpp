@@ -22,22 +22,13 @@
 #include <acl/acl.h>
 #include <shmem.h>
 
+#include "check.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-
-static int failures;
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            std::fprintf(stderr, "multi_instance.cpp:%d: ", __LINE__);        \
-            std::fprintf(stderr, __VA_ARGS__);                                \
-            std::fputc('\n', stderr);                                         \
-            failures++;                                                       \
-        }                                                                     \
-    } while (0)
 
 // The all-gather of `len` int32 per PE over the active instance, checked.
 static void all_gather(uint64_t id, int len) {

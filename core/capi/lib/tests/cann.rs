@@ -4,43 +4,54 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{repo, target_dir, temp_dir, text};
+use common::{free_ports, repo, target_dir, temp_dir, text};
 
-/// A port that was free a moment ago, with the two above it free too (instance 0 on the
-/// first; `SHMEM_INSTANCE_PORT_RANGE` starting at the second, so instance 1 gets the third).
-pub(crate) fn three_free_ports() -> u16 {
-    free_ports(3)
+/// Compiles the C++ program `source` (relative to the repository) into `exe` with the
+/// CANN-style wrapper `aclshmem-c++` (a link the build script makes to `aclshmem-cxx`),
+/// warnings as errors.
+fn compile(source: &str, exe: &std::path::Path) {
+    let out = Command::new(target_dir().join("aclshmem-c++"))
+        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(exe)
+        .arg(repo().join(source))
+        .output()
+        .expect("aclshmem-c++ runs");
+    assert!(out.status.success(), "{source}:\n{}", text(&out));
 }
 
-/// A port that was free a moment ago, with the `count - 1` above it free too.
-fn free_ports(count: u16) -> u16 {
-    loop {
-        let p = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        if p < 65000 && (1..count).all(|k| TcpListener::bind(("127.0.0.1", p + k)).is_ok()) {
-            return p;
-        }
-    }
+/// Runs `exe` with `args` on `n` PEs under `oshrun` (a 120 s job timeout, `SHMEM_TIMEOUT=60`),
+/// with CANN's ports (instance 0 on a free port in `CANN_TEST_PORT`, `SHMEM_INSTANCE_PORT_RANGE`
+/// above it for instance 1) and `env`.
+fn run_cann(
+    exe: &std::path::Path,
+    n: u32,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let port = free_ports(3);
+    Command::new(env!("CARGO_BIN_EXE_oshrun"))
+        .args(["-n", &n.to_string(), "--timeout", "120", "--"])
+        .arg(exe)
+        .args(args)
+        .env("CANN_TEST_PORT", port.to_string())
+        .env(
+            "SHMEM_INSTANCE_PORT_RANGE",
+            format!("{}:{}", port + 1, port + 2),
+        )
+        .env("SHMEM_TIMEOUT", "60")
+        .envs(env.iter().copied())
+        .output()
+        .expect("the launcher runs")
 }
 
 #[test]
 fn a_cann_host_program_runs_its_init_heap_team_and_multi_instance_flow() {
     let dir = temp_dir("cann-host");
     let exe = dir.join("host");
-    // The CANN-style wrapper `aclshmem-c++` (a link the build script makes to `aclshmem-cxx`).
-    let out = Command::new(target_dir().join("aclshmem-c++"))
-        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(repo().join("conformance/cann/host.cpp"))
-        .output()
-        .expect("aclshmem-c++ runs");
-    assert!(out.status.success(), "{}", text(&out));
+    compile("conformance/cann/host.cpp", &exe);
     let shown = Command::new(env!("CARGO_BIN_EXE_aclshmem-cxx"))
         .args(["-show", "x.cpp"])
         .output()
@@ -51,19 +62,7 @@ fn a_cann_host_program_runs_its_init_heap_team_and_multi_instance_flow() {
         "{shown}"
     );
     for (n, strict) in [(1, "0"), (2, "0"), (4, "0"), (2, "1")] {
-        let port = three_free_ports();
-        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
-            .args(["-n", &n.to_string(), "--timeout", "120", "--"])
-            .arg(&exe)
-            .env("CANN_TEST_PORT", port.to_string())
-            .env(
-                "SHMEM_INSTANCE_PORT_RANGE",
-                format!("{}:{}", port + 1, port + 2),
-            )
-            .env("SHMEM_TIMEOUT", "60")
-            .env("SHMEM_SIM_STRICT", strict)
-            .output()
-            .expect("the launcher runs");
+        let out = run_cann(&exe, n, &[], &[("SHMEM_SIM_STRICT", strict)]);
         let t = text(&out);
         assert!(out.status.success(), "{n} PEs:\n{t}");
         assert_eq!(t.matches(" ok").count(), n as usize, "{n} PEs:\n{t}");
@@ -103,13 +102,7 @@ fn cann_headers_from_plain_c_have_cann_layouts_and_values() {
 fn cann_multi_instance_example_runs_as_cann_starts_it_and_under_shmemrun() {
     let dir = temp_dir("cann-multi");
     let exe = dir.join("multi_instance");
-    let out = Command::new(target_dir().join("aclshmem-c++"))
-        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(repo().join("conformance/cann/multi_instance.cpp"))
-        .output()
-        .expect("aclshmem-c++ runs");
-    assert!(out.status.success(), "{}", text(&out));
+    compile("conformance/cann/multi_instance.cpp", &exe);
     let env = |c: &mut Command, port: u16| {
         // Instances 1 to 5 take ports start + 1 to start + 5.
         c.env("SHMEM_INSTANCE_PORT_RANGE", format!("{port}:{}", port + 6))
@@ -256,24 +249,13 @@ fn an_installed_prefix_serves_cann_programs_with_set_env_and_cmake() {
 fn cann_heaps_are_device_memory_that_host_code_faults_on() {
     let dir = temp_dir("cann-device");
     let exe = dir.join("device_memory");
-    let out = Command::new(target_dir().join("aclshmem-c++"))
-        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(repo().join("conformance/cann/device_memory.cpp"))
-        .output()
-        .expect("aclshmem-c++ runs");
-    assert!(out.status.success(), "{}", text(&out));
+    compile("conformance/cann/device_memory.cpp", &exe);
     let run = |args: &[&str], host_access: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
-            .args(["-n", "2", "--timeout", "120", "--"])
-            .arg(&exe)
-            .args(args)
-            .env("CANN_TEST_PORT", three_free_ports().to_string())
-            .env("SHMEM_TIMEOUT", "60")
-            .env("SHMEM_SIM_DEVICE_HOST_ACCESS", host_access)
-            .env("SHMEM_SIM_STRICT", "1")
-            .output()
-            .expect("the launcher runs");
+        let env = [
+            ("SHMEM_SIM_DEVICE_HOST_ACCESS", host_access),
+            ("SHMEM_SIM_STRICT", "1"),
+        ];
+        let out = run_cann(&exe, 2, args, &env);
         (out.status.success(), text(&out))
     };
     let (ok, t) = run(&[], "0");
@@ -310,27 +292,9 @@ fn cann_heaps_are_device_memory_that_host_code_faults_on() {
 fn bad_input_at_cann_entry_points_gets_one_line_and_harms_nothing() {
     let dir = temp_dir("cann-bad");
     let exe = dir.join("bad_input");
-    let out = Command::new(target_dir().join("aclshmem-c++"))
-        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(repo().join("conformance/cann/bad_input.cpp"))
-        .output()
-        .expect("aclshmem-c++ runs");
-    assert!(out.status.success(), "{}", text(&out));
+    compile("conformance/cann/bad_input.cpp", &exe);
     for strict in ["0", "1"] {
-        let port = three_free_ports();
-        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
-            .args(["-n", "2", "--timeout", "120", "--"])
-            .arg(&exe)
-            .env("CANN_TEST_PORT", port.to_string())
-            .env(
-                "SHMEM_INSTANCE_PORT_RANGE",
-                format!("{}:{}", port + 1, port + 2),
-            )
-            .env("SHMEM_TIMEOUT", "60")
-            .env("SHMEM_SIM_STRICT", strict)
-            .output()
-            .expect("the launcher runs");
+        let out = run_cann(&exe, 2, &[], &[("SHMEM_SIM_STRICT", strict)]);
         let t = text(&out);
         assert!(out.status.success(), "{t}");
         assert_eq!(t.matches(" ok").count(), 2, "{t}");

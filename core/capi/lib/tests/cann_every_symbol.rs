@@ -16,11 +16,10 @@ mod common;
 mod generator;
 
 use std::collections::BTreeSet;
-use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{exported, repo, target_dir, temp_dir, text};
+use common::{exported, free_ports, repo, strip, target_dir, temp_dir, text};
 
 /// CANN's 350 host entry points, one a line (from CANN's headers, run through the
 /// preprocessor).
@@ -44,68 +43,6 @@ fn cann_symbols() -> BTreeSet<&'static str> {
 /// Whether `name` is in CANN's namespace of host calls.
 fn is_cann(name: &str) -> bool {
     name.starts_with("aclshmem") || name == "util_get_ffts_config"
-}
-
-/// A port that was free a moment ago, with the two above it free too (instance 0 on the
-/// first; `SHMEM_INSTANCE_PORT_RANGE` starting at the second, so instance 1 gets the third).
-fn three_free_ports() -> u16 {
-    loop {
-        let p = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        if p < 65000 && (1..3).all(|k| TcpListener::bind(("127.0.0.1", p + k)).is_ok()) {
-            return p;
-        }
-    }
-}
-
-/// C++ source with its comments and string and character literals blanked (newlines kept).
-fn strip(c: &str) -> String {
-    #[derive(PartialEq)]
-    enum S {
-        Code,
-        Line,
-        Block,
-        Str(char),
-    }
-    let mut out = String::with_capacity(c.len());
-    let mut state = S::Code;
-    let mut chars = c.chars().peekable();
-    while let Some(ch) = chars.next() {
-        match state {
-            S::Code => match ch {
-                '/' if chars.peek() == Some(&'/') => state = S::Line,
-                '/' if chars.peek() == Some(&'*') => {
-                    chars.next();
-                    out.push(' ');
-                    state = S::Block;
-                }
-                '"' | '\'' => state = S::Str(ch),
-                _ => {
-                    out.push(ch);
-                    continue;
-                }
-            },
-            S::Line if ch == '\n' => state = S::Code,
-            S::Block if ch == '*' && chars.peek() == Some(&'/') => {
-                chars.next();
-                out.push(' ');
-                state = S::Code;
-            }
-            S::Str(_) if ch == '\\' => {
-                if let Some(escaped) = chars.next() {
-                    out.push(' ');
-                    out.push(if escaped == '\n' { '\n' } else { ' ' });
-                    continue;
-                }
-            }
-            S::Str(q) if ch == q => state = S::Code,
-            _ => {}
-        }
-        out.push(if ch == '\n' { '\n' } else { ' ' });
-    }
-    out
 }
 
 /// The identifiers of C++ source that are called: followed (after blanks) by `(`, outside
@@ -189,7 +126,7 @@ fn the_generated_program_covers_the_type_table() {
 
 /// One run of the program: its output, and how long it took.
 fn run(exe: &std::path::Path, strict: bool) -> (std::process::Output, Duration) {
-    let port = three_free_ports();
+    let port = free_ports(3);
     let t = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
         .args(["-n", "2", "--timeout", "120", "--"])

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::Instant;
 
-use common::{exported_with_types, oshrun, repo, temp_dir, text};
+use common::{exported_with_types, oshrun, repo, strip, temp_dir, text};
 
 /// The type table, as `build.rs` includes it (a table entry this test does not use is no
 /// warning).
@@ -51,52 +51,6 @@ const ACTIVE_SET_MACRO: &str = "SHMEM_BCAST_SYNC_SIZE";
 
 fn is_api(name: &str) -> bool {
     name.starts_with("shmem_") || name.starts_with("SHMEM_") || LEGACY_NAMES.contains(&name)
-}
-
-/// `c` with its comments and string and character literals blanked (newlines kept).
-fn strip(c: &str) -> String {
-    #[derive(PartialEq)]
-    enum S {
-        Code,
-        Line,
-        Block,
-        Str(char),
-    }
-    let mut out = String::with_capacity(c.len());
-    let mut state = S::Code;
-    let mut chars = c.chars().peekable();
-    while let Some(ch) = chars.next() {
-        match state {
-            S::Code => match ch {
-                '/' if chars.peek() == Some(&'/') => state = S::Line,
-                '/' if chars.peek() == Some(&'*') => {
-                    chars.next();
-                    state = S::Block;
-                }
-                '"' | '\'' => state = S::Str(ch),
-                _ => {
-                    out.push(ch);
-                    continue;
-                }
-            },
-            S::Line if ch == '\n' => state = S::Code,
-            S::Block if ch == '*' && chars.peek() == Some(&'/') => {
-                chars.next();
-                state = S::Code;
-            }
-            S::Str(_) if ch == '\\' => {
-                if let Some(escaped) = chars.next() {
-                    out.push(' ');
-                    out.push(if escaped == '\n' { '\n' } else { ' ' });
-                    continue;
-                }
-            }
-            S::Str(q) if ch == q => state = S::Code,
-            _ => {}
-        }
-        out.push(if ch == '\n' { '\n' } else { ' ' });
-    }
-    out
 }
 
 /// The identifiers of some C source: those called (followed by `(`) and all of them.

@@ -128,6 +128,14 @@ fn with_device(
     r
 }
 
+/// The active instance and PE `pe` as an unsigned number (the core checks it is one of the
+/// instance's).
+pub(crate) fn target(pe: c_int) -> Result<(Instance, u32)> {
+    let inst = cann::active()?;
+    let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+    Ok((inst, pe))
+}
+
 /// Runs a void RMA call, logging a failure.
 pub(crate) fn run(name: &str, f: impl FnOnce() -> Result<()>) {
     crate::boundary::enter();
@@ -154,8 +162,7 @@ pub(crate) unsafe fn put(
         if len == 0 {
             return Ok(());
         }
-        let inst = cann::active()?;
-        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        let (inst, pe) = target(pe)?;
         // SAFETY: forwarded.
         let ctx = unsafe { context_for(&inst, stream) }?;
         let to = symmetric(&ctx, dst, len, "destination")?;
@@ -183,8 +190,7 @@ pub(crate) unsafe fn get(
         if len == 0 {
             return Ok(());
         }
-        let inst = cann::active()?;
-        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        let (inst, pe) = target(pe)?;
         // SAFETY: forwarded.
         let ctx = unsafe { context_for(&inst, stream) }?;
         let from = symmetric(&ctx, src, len, "source")?;
@@ -200,8 +206,7 @@ pub(crate) unsafe fn get(
 /// `aclshmem_<T>_p`: the value, copied now, put on `pe` in stream order.
 pub(crate) fn p<T: bytemuck::Pod>(name: &str, dst: *mut T, value: T, pe: c_int) {
     run(name, || {
-        let inst = cann::active()?;
-        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        let (inst, pe) = target(pe)?;
         let d = default_stream(&inst)?;
         let to = d.ctx.as_ref().view_at(dst.cast_const(), 1)?;
         to.p(0, value, pe)
@@ -212,8 +217,7 @@ pub(crate) fn p<T: bytemuck::Pod>(name: &str, dst: *mut T, value: T, pe: c_int) 
 pub(crate) fn g<T: bytemuck::Pod + Default>(name: &str, src: *const T, pe: c_int) -> T {
     crate::boundary::enter();
     let r = (|| {
-        let inst = cann::active()?;
-        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        let (inst, pe) = target(pe)?;
         inst.default_ctx().view_at(src, 1)?.g(0, pe)
     })();
     r.unwrap_or_else(|e| {
@@ -588,47 +592,26 @@ fn strided_len(what: &str, stride: isize, nelems: usize) -> Result<usize> {
         .ok_or_else(|| Error::InvalidParam(format!("{nelems} elements {stride} apart overflow")))
 }
 
-/// `aclshmem_<T>_iput` and `aclshmem_iput<BITS>`: element `i * sst` of symmetric `source` goes
-/// to element `i * dst` of symmetric `dest` on `pe`, on the default stream.
-///
-/// # Safety
-///
-/// CANN's contract: both are symmetric addresses.
-unsafe fn iput<T: bytemuck::Pod>(
-    name: &str,
-    dest: *mut T,
-    source: *const T,
-    dst: isize,
-    sst: isize,
-    nelems: usize,
-    pe: c_int,
-) {
-    run(name, || {
-        if nelems == 0 {
-            return Ok(());
-        }
-        let inst = cann::active()?;
-        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
-        // SAFETY: the default stream.
-        let ctx = unsafe { context_for(&inst, std::ptr::null_mut()) }?;
-        let to = ctx
-            .as_ref()
-            .view_at(dest.cast_const(), strided_len("destination", dst, nelems)?)?;
-        let from = ctx
-            .as_ref()
-            .view_at(source, strided_len("source", sst, nelems)?)?;
-        to.iput_from(dst, from, sst, nelems, pe)
-    });
+/// The direction of a strided call.
+#[derive(Clone, Copy)]
+enum Dir {
+    /// `iput`: from this PE's `source` to `dest` on the PE.
+    Put,
+    /// `iget`: from `source` on the PE to this PE's `dest`.
+    Get,
 }
 
-/// `aclshmem_<T>_iget` and `aclshmem_iget<BITS>`: element `i * sst` of symmetric `source` on
-/// `pe` goes to element `i * dst` of symmetric `dest`, on the default stream.
+/// `aclshmem_<T>_iput`/`_iget` and `aclshmem_iput<BITS>`/`iget<BITS>`: element `i * sst` of
+/// symmetric `source` goes to element `i * dst` of symmetric `dest`, the remote side on `pe`
+/// (`dest` for a put, `source` for a get), on the default stream.
 ///
 /// # Safety
 ///
 /// CANN's contract: both are symmetric addresses.
-unsafe fn iget<T: bytemuck::Pod>(
+#[allow(clippy::too_many_arguments)]
+unsafe fn strided<T: bytemuck::Pod>(
     name: &str,
+    dir: Dir,
     dest: *mut T,
     source: *const T,
     dst: isize,
@@ -640,8 +623,7 @@ unsafe fn iget<T: bytemuck::Pod>(
         if nelems == 0 {
             return Ok(());
         }
-        let inst = cann::active()?;
-        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        let (inst, pe) = target(pe)?;
         // SAFETY: the default stream.
         let ctx = unsafe { context_for(&inst, std::ptr::null_mut()) }?;
         let to = ctx
@@ -650,7 +632,10 @@ unsafe fn iget<T: bytemuck::Pod>(
         let from = ctx
             .as_ref()
             .view_at(source, strided_len("source", sst, nelems)?)?;
-        from.iget_into(sst, to, dst, nelems, pe)
+        match dir {
+            Dir::Put => to.iput_from(dst, from, sst, nelems, pe),
+            Dir::Get => from.iget_into(sst, to, dst, nelems, pe),
+        }
     });
 }
 
@@ -664,7 +649,7 @@ macro_rules! strided_typed {
         #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_iput"))]
         pub unsafe extern "C" fn $name(dest: *mut $t, source: *mut $t, dst: isize, sst: isize, nelems: usize, pe: c_int) {
             // SAFETY: forwarded.
-            unsafe { iput(concat!("aclshmem_", stringify!($name), "_iput"), dest, source.cast_const(), dst, sst, nelems, pe) }
+            unsafe { strided(concat!("aclshmem_", stringify!($name), "_iput"), Dir::Put, dest, source.cast_const(), dst, sst, nelems, pe) }
         }
     )*};
 }
@@ -679,7 +664,7 @@ macro_rules! strided_get_typed {
         #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_iget"))]
         pub unsafe extern "C" fn $fn_name(dest: *mut $t, source: *mut $t, dst: isize, sst: isize, nelems: usize, pe: c_int) {
             // SAFETY: forwarded.
-            unsafe { iget(concat!("aclshmem_", stringify!($name), "_iget"), dest, source.cast_const(), dst, sst, nelems, pe) }
+            unsafe { strided(concat!("aclshmem_", stringify!($name), "_iget"), Dir::Get, dest, source.cast_const(), dst, sst, nelems, pe) }
         }
     )*};
 }
@@ -713,7 +698,7 @@ macro_rules! strided_sized {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $iput(dest: *mut c_void, source: *mut c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
             // SAFETY: forwarded.
-            unsafe { iput::<[u8; $bytes]>(stringify!($iput), dest.cast(), source.cast_const().cast(), dst, sst, nelems, pe) }
+            unsafe { strided::<[u8; $bytes]>(stringify!($iput), Dir::Put, dest.cast(), source.cast_const().cast(), dst, sst, nelems, pe) }
         }
 
         #[doc = concat!("`", stringify!($iget), "`: strided elements of ", stringify!($bytes), " bytes, on the default stream.")]
@@ -724,7 +709,7 @@ macro_rules! strided_sized {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $iget(dest: *mut c_void, source: *mut c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
             // SAFETY: forwarded.
-            unsafe { iget::<[u8; $bytes]>(stringify!($iget), dest.cast(), source.cast_const().cast(), dst, sst, nelems, pe) }
+            unsafe { strided::<[u8; $bytes]>(stringify!($iget), Dir::Get, dest.cast(), source.cast_const().cast(), dst, sst, nelems, pe) }
         }
     )*};
 }

@@ -11,10 +11,9 @@
 use std::ffi::{c_int, c_void};
 
 use bytemuck::Pod;
-use shmem_capi::cann;
-use shmem_core::{Error, Result};
+use shmem_core::Result;
 
-use super::rma::{context_for, run};
+use super::rma::{context_for, run, target};
 use crate::p2p::signal_op;
 
 /// A put of `nelems` elements from symmetric `src` to symmetric `dst` on `pe`, then the update
@@ -37,8 +36,7 @@ unsafe fn put_signal<T: Pod>(
 ) {
     run(name, || {
         let op = signal_op(sig_op)?;
-        let inst = cann::active()?;
-        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        let (inst, pe) = target(pe)?;
         // SAFETY: forwarded.
         let ctx = unsafe { context_for(&inst, stream) }?;
         let c = ctx.as_ref();
@@ -206,8 +204,7 @@ pub unsafe extern "C" fn aclshmemx_signal_op_on_stream(
 ) {
     run("aclshmemx_signal_op_on_stream", || -> Result<()> {
         let op = signal_op(sig_op)?;
-        let inst = cann::active()?;
-        let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+        let (inst, pe) = target(pe)?;
         // SAFETY: forwarded.
         let ctx = unsafe { context_for(&inst, stream) }?;
         ctx.as_ref()

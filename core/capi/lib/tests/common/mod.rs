@@ -150,3 +150,67 @@ pub(crate) fn temp_dir(test: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     dir
 }
+
+/// C or C++ source with its comments and string and character literals blanked (newlines kept).
+pub(crate) fn strip(c: &str) -> String {
+    #[derive(PartialEq)]
+    enum S {
+        Code,
+        Line,
+        Block,
+        Str(char),
+    }
+    let mut out = String::with_capacity(c.len());
+    let mut state = S::Code;
+    let mut chars = c.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match state {
+            S::Code => match ch {
+                '/' if chars.peek() == Some(&'/') => state = S::Line,
+                '/' if chars.peek() == Some(&'*') => {
+                    chars.next();
+                    out.push(' ');
+                    state = S::Block;
+                }
+                '"' | '\'' => state = S::Str(ch),
+                _ => {
+                    out.push(ch);
+                    continue;
+                }
+            },
+            S::Line if ch == '\n' => state = S::Code,
+            S::Block if ch == '*' && chars.peek() == Some(&'/') => {
+                chars.next();
+                out.push(' ');
+                state = S::Code;
+            }
+            S::Str(_) if ch == '\\' => {
+                if let Some(escaped) = chars.next() {
+                    out.push(' ');
+                    out.push(if escaped == '\n' { '\n' } else { ' ' });
+                    continue;
+                }
+            }
+            S::Str(q) if ch == q => state = S::Code,
+            _ => {}
+        }
+        out.push(if ch == '\n' { '\n' } else { ' ' });
+    }
+    out
+}
+
+/// A port that was free a moment ago, with the `count - 1` above it free too (CANN programs:
+/// instance 0 on the first, `SHMEM_INSTANCE_PORT_RANGE` from the second).
+pub(crate) fn free_ports(count: u16) -> u16 {
+    loop {
+        let p = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        if p < 65000
+            && (1..count).all(|k| std::net::TcpListener::bind(("127.0.0.1", p + k)).is_ok())
+        {
+            return p;
+        }
+    }
+}
