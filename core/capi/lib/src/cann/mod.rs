@@ -13,6 +13,27 @@ use std::ffi::c_int;
 
 use shmem_core::{Error, Result};
 
+/// CANN's 11 host RMA types, `NAME: Rust type` (its `ACLSHMEM_TYPE_FUNC`): the one table every
+/// typed family of the CANN ABI comes from. `rma_types!(m)` expands to `m! { float: f32; … }`.
+macro_rules! rma_types {
+    ($m:ident) => {
+        $m! {
+            float: f32; double: f64; int8: i8; int16: i16; int32: i32; int64: i64;
+            uint8: u8; uint16: u16; uint32: u32; uint64: u64; char: std::ffi::c_char;
+        }
+    };
+}
+
+/// CANN's 10 point-to-point types (`ACLSHMEM_P2P_SYNC_TYPE_FUNC`: the RMA types but `double`).
+macro_rules! p2p_types {
+    ($m:ident) => {
+        $m! {
+            float: f32; int8: i8; int16: i16; int32: i32; int64: i64;
+            uint8: u8; uint16: u16; uint32: u32; uint64: u64; char: std::ffi::c_char;
+        }
+    };
+}
+
 mod acl;
 pub mod heap;
 pub mod init;

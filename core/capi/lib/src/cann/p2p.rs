@@ -318,18 +318,7 @@ macro_rules! p2p_typed {
     )*};
 }
 
-p2p_typed! {
-    float: f32;
-    int8: i8;
-    int16: i16;
-    int32: i32;
-    int64: i64;
-    uint8: u8;
-    uint16: u16;
-    uint32: u32;
-    uint64: u64;
-    char: std::ffi::c_char;
-}
+p2p_types!(p2p_typed);
 
 /// `aclshmem_signal_wait_until`: waits until the int32 signal word at `sig_addr` compares to
 /// `cmp_val` with `cmp`.

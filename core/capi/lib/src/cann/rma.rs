@@ -301,19 +301,7 @@ macro_rules! paste_typed {
     };
 }
 
-typed! {
-    float: f32;
-    double: f64;
-    int8: i8;
-    int16: i16;
-    int32: i32;
-    int64: i64;
-    uint8: u8;
-    uint16: u16;
-    uint32: u32;
-    uint64: u64;
-    char: std::ffi::c_char;
-}
+rma_types!(typed);
 
 /// `aclshmem_putmem`: `elem_size` bytes, on the default stream.
 ///
@@ -655,14 +643,14 @@ macro_rules! strided_typed {
 }
 
 macro_rules! strided_get_typed {
-    ($($fn_name:ident, $name:ident: $t:ty;)*) => {$(
+    ($($name:ident: $t:ty;)*) => {$(
         #[doc = concat!("`aclshmem_", stringify!($name), "_iget`: strided, on the default stream.")]
         ///
         /// # Safety
         ///
         /// CANN's contract: both are symmetric addresses.
         #[unsafe(export_name = concat!("aclshmem_", stringify!($name), "_iget"))]
-        pub unsafe extern "C" fn $fn_name(dest: *mut $t, source: *mut $t, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+        pub unsafe extern "C" fn $name(dest: *mut $t, source: *mut $t, dst: isize, sst: isize, nelems: usize, pe: c_int) {
             // SAFETY: forwarded.
             unsafe { strided(concat!("aclshmem_", stringify!($name), "_iget"), Dir::Get, dest, source.cast_const(), dst, sst, nelems, pe) }
         }
@@ -672,20 +660,13 @@ macro_rules! strided_get_typed {
 /// CANN's strided puts, one per RMA type (`aclshmem_<T>_iput`).
 pub mod iput_typed {
     use super::*;
-    strided_typed! {
-        float: f32; double: f64; int8: i8; int16: i16; int32: i32; int64: i64;
-        uint8: u8; uint16: u16; uint32: u32; uint64: u64; char: std::ffi::c_char;
-    }
+    rma_types!(strided_typed);
 }
 
 /// CANN's strided gets, one per RMA type (`aclshmem_<T>_iget`).
 pub mod iget_typed {
     use super::*;
-    strided_get_typed! {
-        float, float: f32; double, double: f64; int8, int8: i8; int16, int16: i16;
-        int32, int32: i32; int64, int64: i64; uint8, uint8: u8; uint16, uint16: u16;
-        uint32, uint32: u32; uint64, uint64: u64; char, char: std::ffi::c_char;
-    }
+    rma_types!(strided_get_typed);
 }
 
 macro_rules! strided_sized {

@@ -78,19 +78,7 @@ macro_rules! typed {
     )*};
 }
 
-typed! {
-    float: f32;
-    double: f64;
-    int8: i8;
-    int16: i16;
-    int32: i32;
-    int64: i64;
-    uint8: u8;
-    uint16: u16;
-    uint32: u32;
-    uint64: u64;
-    char: std::ffi::c_char;
-}
+rma_types!(typed);
 
 macro_rules! sized {
     ($($bytes:literal: $put:ident, $put_nbi:ident;)*) => {$(
