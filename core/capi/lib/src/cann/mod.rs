@@ -4,10 +4,11 @@
 //! active instance, integer team handles, CANN's codes); the headers are
 //! `core/capi/include/cann/`.
 //!
-//! So far: init, finalize, information and the multi-instance context (`init.rs`), the queries
-//! and the symmetric heap (`heap.rs`), teams and barriers (`team.rs`), and the contiguous RMA
-//! (`rma.rs`). The strided and sized RMA, signal and point-to-point families are not yet
-//! exported.
+//! All 350 of CANN's host entry points: init, finalize, information and the multi-instance
+//! context (`init.rs`), logging and profiling (`log.rs`), the queries and the symmetric heap
+//! (`heap.rs`), teams and barriers (`team.rs`), RMA (`rma.rs`), put-with-signal (`signal.rs`)
+//! and point-to-point synchronisation (`p2p.rs`); what they ask of the ACL runtime stand-in is
+//! in `acl.rs`.
 
 use std::ffi::c_int;
 
