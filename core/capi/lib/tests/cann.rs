@@ -313,3 +313,47 @@ fn bad_input_at_cann_entry_points_gets_one_line_and_harms_nothing() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// CANN's `shmem_*`/`shmemx_*` aliases in the headers name CANN entry points (or CANN's types),
+/// so a program written with them links.
+#[test]
+fn every_cann_alias_names_an_entry_point_or_a_type() {
+    let entry: std::collections::BTreeSet<&str> = include_str!("cann-host-symbols.txt")
+        .lines()
+        .map(str::trim)
+        .collect();
+    let mut dirs = vec![repo().join("core/capi/include/cann")];
+    let (mut aliases, mut wrong) = (0, Vec::new());
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("the header directory") {
+            let path = e.expect("an entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a header");
+            for line in text.lines() {
+                let mut w = line.split_whitespace();
+                if let (Some("#define"), Some(name), Some(target), None) =
+                    (w.next(), w.next(), w.next(), w.next())
+                {
+                    if !(name.starts_with("shmem_") || name.starts_with("shmemx_")) {
+                        continue;
+                    }
+                    aliases += 1;
+                    let is_type = target.starts_with("aclshmem") && target.ends_with("_t")
+                        || target == "aclshmem_decrypt_handler";
+                    if !entry.contains(target) && !is_type {
+                        wrong.push(format!("{}: {name} -> {target}", path.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(aliases > 100, "only {aliases} aliases found");
+    assert!(
+        wrong.is_empty(),
+        "aliases of nothing:\n{}",
+        wrong.join("\n")
+    );
+}

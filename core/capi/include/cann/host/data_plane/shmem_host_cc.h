@@ -21,4 +21,8 @@ ACLSHMEM_HOST_API void aclshmem_sync_all(void);
 }
 #endif
 
+/* CANN's shmemx_* aliases (macros, not symbols). */
+#define shmemx_barrier_on_stream aclshmemx_barrier_on_stream
+#define shmemx_barrier_all_on_stream aclshmemx_barrier_all_on_stream
+
 #endif /* SHMEM_RS_CANN_SHMEM_HOST_CC_H */

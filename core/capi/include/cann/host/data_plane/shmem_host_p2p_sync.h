@@ -66,4 +66,8 @@ ACLSHMEM_P2P_SYNC_TYPE_FUNC(ACLSHMEM_P2P_DECLS);
 }
 #endif
 
+/* CANN's shmem_ and shmemx_ aliases (macros, not symbols). */
+#define shmemx_get_ffts_config util_get_ffts_config
+#define shmem_handle_wait aclshmemx_handle_wait
+
 #endif /* SHMEM_RS_CANN_SHMEM_HOST_P2P_SYNC_H */
