@@ -80,6 +80,7 @@ int main() {
     // The instances still work.
     aclshmem_barrier_all();
     for (int i = 0; i < 4; i++) CHECK(aclshmem_int32_g(zero + i, me) == 0, "nothing written: element %d", i);
+    aclshmem_barrier_all(); // every PE has looked before any writes again
     aclshmem_int32_p(zero + 1, 100 + me, peer);
     aclshmem_barrier_all();
     CHECK(aclshmem_int32_g(zero + 1, me) == 100 + (me + n - 1) % n, "instance 0 works");

@@ -199,17 +199,28 @@ pub(crate) fn strip(c: &str) -> String {
     out
 }
 
-/// A port that was free a moment ago, with the `count - 1` above it free too (CANN programs:
-/// instance 0 on the first, `SHMEM_INSTANCE_PORT_RANGE` from the second).
+/// `count` consecutive ports that were free a moment ago, for CANN programs (instance 0 on the
+/// first, `SHMEM_INSTANCE_PORT_RANGE` from the second). They lie below Linux's ephemeral range
+/// (32768 and up), so no connection's local port takes one between this check and the program's
+/// bind, and no two calls of this process hand out overlapping ports.
 pub(crate) fn free_ports(count: u16) -> u16 {
+    use std::sync::Mutex;
+    static GIVEN: Mutex<Vec<(u16, u16)>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    // A pseudo-random start per call: this process's id and a counter, spread over 12000..32000.
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let mut seed = std::process::id()
+        .wrapping_mul(2_654_435_761)
+        .wrapping_add(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) * 7919);
     loop {
-        let p = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        if p < 65000
-            && (1..count).all(|k| std::net::TcpListener::bind(("127.0.0.1", p + k)).is_ok())
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        let p = 12_000 + (seed >> 8) as u16 % 20_000;
+        let end = p + count;
+        let overlaps = given.iter().any(|&(a, b)| p < b && a < end);
+        if !overlaps
+            && (0..count).all(|k| std::net::TcpListener::bind(("127.0.0.1", p + k)).is_ok())
         {
+            given.push((p, end));
             return p;
         }
     }
