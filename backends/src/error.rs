@@ -85,6 +85,17 @@ pub enum TransportError {
         /// What was asked for.
         what: String,
     },
+    /// A kernel launch failed: a block's call broke a rule of the device (or the block ended
+    /// with an error), which ends the launch, not the stream or the process.
+    #[error("kernel {kernel}, block {block}: {detail}")]
+    Kernel {
+        /// The kernel's name.
+        kernel: String,
+        /// The block that failed (its index in the launch).
+        block: u32,
+        /// What went wrong, naming the call.
+        detail: String,
+    },
     /// The collective exchange the core provided failed while the transport attached its peers.
     #[error("exchange with the peers failed: {0}")]
     Exchange(String),

@@ -18,6 +18,7 @@ mod control;
 mod delivery;
 mod device_window;
 mod fd_exchange;
+pub mod launch;
 pub mod launcher;
 mod segment;
 mod settings;
@@ -27,6 +28,7 @@ mod transport;
 mod wait;
 
 pub use access::ordering;
+pub use launch::{Core, Kernel, KernelError, KernelResult, MAX_AIV_PER_NPU, UB_ALIGN, UB_SIZE};
 pub use segment::page_size;
 pub use settings::{SettingError, SimSettings, WaitPolicy, strict_seed};
 pub use stream::Stream;
