@@ -21,6 +21,12 @@ impl From<shmem::Error> for Failure {
     }
 }
 
+impl From<shmem::KernelError> for Failure {
+    fn from(e: shmem::KernelError) -> Failure {
+        Failure(format!("unexpected kernel error: {e}"))
+    }
+}
+
 /// The result of a case on one PE.
 pub type Outcome = Result<(), Failure>;
 

@@ -34,6 +34,7 @@ mod fabric;
 pub(crate) mod heap;
 mod info;
 mod instance;
+mod kernel;
 mod launch;
 mod lock;
 mod p2p;
@@ -62,12 +63,14 @@ pub use info::{
     pcontrol, pcontrol_level,
 };
 pub use instance::{IdState, Instance, ThreadLevel};
+pub use kernel::Device;
 pub use lock::LockGuard;
 pub use rma::{DeviceRange, NbiScope};
 pub use settings::ApiProfile;
 pub use shmem_backend::{AmoOp, Capabilities, Cmp, Pe, Scalar, SignalOp, TransportError};
 /// Open MPI, loaded at run time: the [`shmem_mpi`] crate (what the MPI bootstrap uses).
 pub use shmem_mpi as mpi;
+pub use shmem_sim::{KernelError, KernelResult, MAX_AIV_PER_NPU, UB_SIZE};
 pub use signal::SignalWord;
 pub use statics::StaticRange;
 pub use sym::{SymBuf, SymElem, SymSlice};

@@ -8,6 +8,7 @@ pub mod ctx;
 pub mod heap;
 pub mod init;
 pub mod isolation;
+pub mod kernel;
 pub mod lock;
 pub mod model;
 pub mod multi_instance;
@@ -39,6 +40,7 @@ pub fn all() -> Vec<Case> {
         team::cases(),
         threads::cases(),
         coll::cases(),
+        kernel::cases(),
         multi_instance::cases(),
         multi_instance::uid_cases(),
         isolation::cases(),
