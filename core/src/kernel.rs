@@ -25,6 +25,7 @@ use shmem_sim::{Core, Kernel, KernelError, KernelResult, UB_ALIGN, UB_SIZE};
 use crate::error::{Error, Result};
 use crate::fabric::Stream;
 use crate::instance::Instance;
+use crate::sym::SymSlice;
 
 /// The default staging of the MTE engine: a 16 KiB UB buffer at offset 0 (CANN's
 /// `g_state.mte_config`).
@@ -37,6 +38,58 @@ pub struct Device<'a> {
     inst: Instance,
     /// The MTE staging buffer: offset into the UB and size.
     mte: (usize, usize),
+}
+
+/// CANN's `non_contiguous_copy_param`: `repeat` rows of `length` elements, rows `src_ld` and
+/// `dst_ld` elements apart (the leading dimensions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NonContiguousCopyParam {
+    /// The rows.
+    pub repeat: u32,
+    /// Elements per row.
+    pub length: u32,
+    /// The source's leading dimension, in elements.
+    pub src_ld: u32,
+    /// The destination's leading dimension, in elements.
+    pub dst_ld: u32,
+}
+
+/// The bytes of `nelems` elements of `T`.
+fn bytes<T>(call: &str, nelems: usize) -> Result<usize, KernelError> {
+    nelems
+        .checked_mul(size_of::<T>())
+        .ok_or_else(|| fail(call, format!("{nelems} elements overflow")))
+}
+
+/// A caller's UB buffer (`ub_size` bytes at offset `buf`) and its event, checked: 32-byte
+/// aligned, inside the UB, not empty, and `sync_id` one of the 8 MTE events.
+fn ub_range(
+    call: &str,
+    buf: usize,
+    ub_size: usize,
+    sync_id: u32,
+) -> Result<(usize, usize), KernelError> {
+    if sync_id > 7 {
+        return Err(fail(
+            call,
+            format!("sync_id {sync_id} is not an event id (0 to 7)"),
+        ));
+    }
+    if ub_size == 0 || !buf.is_multiple_of(UB_ALIGN) || !ub_size.is_multiple_of(UB_ALIGN) {
+        return Err(fail(
+            call,
+            format!(
+                "the UB buffer ({ub_size} bytes at {buf}) must be 32-byte aligned and not empty"
+            ),
+        ));
+    }
+    if buf.checked_add(ub_size).is_none_or(|end| end > UB_SIZE) {
+        return Err(fail(
+            call,
+            format!("{ub_size} bytes at UB offset {buf} do not fit in the {UB_SIZE}-byte UB"),
+        ));
+    }
+    Ok((buf, ub_size))
 }
 
 /// A failure of `call` as the block's.
@@ -112,16 +165,242 @@ impl Device<'_> {
     /// through the UB in chunks of the MTE buffer's size (`aclshmem_putmem`: blocking, complete
     /// on return).
     pub fn putmem(&mut self, dst: *mut u8, src: *const u8, len: usize, pe: u32) -> KernelResult {
-        self.stage("aclshmem_putmem", src, self.inst.my_pe(), dst, pe, len)
+        let buf = self.mte;
+        self.stage("aclshmem_putmem", src, self.inst.my_pe(), dst, pe, len, buf)
     }
 
     /// Copies `len` bytes from PE `pe`'s copy of symmetric `src` to this PE's symmetric `dst`,
     /// through the UB (`aclshmem_getmem`).
     pub fn getmem(&mut self, dst: *mut u8, src: *const u8, len: usize, pe: u32) -> KernelResult {
-        self.stage("aclshmem_getmem", src, pe, dst, self.inst.my_pe(), len)
+        let buf = self.mte;
+        self.stage("aclshmem_getmem", src, pe, dst, self.inst.my_pe(), len, buf)
     }
 
-    /// The MTE path: GM (`from` on `from_pe`) → UB → GM (`to` on `to_pe`), chunk by chunk.
+    /// `nelems` elements from this PE's symmetric `src` to PE `pe`'s copy of `dst`
+    /// (`aclshmem_<T>_put`; through UB as [`Device::putmem`]).
+    pub fn put<T: Pod>(
+        &mut self,
+        dst: *mut T,
+        src: *const T,
+        nelems: usize,
+        pe: u32,
+    ) -> KernelResult {
+        let buf = self.mte;
+        let len = bytes::<T>("aclshmem_put", nelems)?;
+        self.stage(
+            "aclshmem_put",
+            src.cast(),
+            self.inst.my_pe(),
+            dst.cast(),
+            pe,
+            len,
+            buf,
+        )
+    }
+
+    /// `nelems` elements from PE `pe`'s copy of symmetric `src` to this PE's `dst`
+    /// (`aclshmem_<T>_get`).
+    pub fn get<T: Pod>(
+        &mut self,
+        dst: *mut T,
+        src: *const T,
+        nelems: usize,
+        pe: u32,
+    ) -> KernelResult {
+        let buf = self.mte;
+        let len = bytes::<T>("aclshmem_get", nelems)?;
+        self.stage(
+            "aclshmem_get",
+            src.cast(),
+            pe,
+            dst.cast(),
+            self.inst.my_pe(),
+            len,
+            buf,
+        )
+    }
+
+    /// The non-blocking [`Device::put`] (`aclshmem_<T>_put_nbi`): complete by the next
+    /// [`Device::quiet`]. (The simulator completes it before it returns, which the contract
+    /// allows.)
+    pub fn put_nbi<T: Pod>(
+        &mut self,
+        dst: *mut T,
+        src: *const T,
+        nelems: usize,
+        pe: u32,
+    ) -> KernelResult {
+        self.put(dst, src, nelems, pe)
+    }
+
+    /// The non-blocking [`Device::get`] (`aclshmem_<T>_get_nbi`).
+    pub fn get_nbi<T: Pod>(
+        &mut self,
+        dst: *mut T,
+        src: *const T,
+        nelems: usize,
+        pe: u32,
+    ) -> KernelResult {
+        self.get(dst, src, nelems, pe)
+    }
+
+    /// A strided put (`aclshmem_<T>_put_nbi` with a `non_contiguous_copy_param`): `repeat`
+    /// rows of `length` elements, row `r` from element `r * src_ld` of `src` to element
+    /// `r * dst_ld` of PE `pe`'s `dst`, each row through UB.
+    pub fn put_strided<T: Pod>(
+        &mut self,
+        dst: *mut T,
+        src: *const T,
+        param: NonContiguousCopyParam,
+        pe: u32,
+    ) -> KernelResult {
+        let me = self.inst.my_pe();
+        self.rows("aclshmem_put_nbi", dst, src, param, me, pe)
+    }
+
+    /// A strided get: rows of PE `pe`'s `src` to this PE's `dst` (see [`Device::put_strided`]).
+    pub fn get_strided<T: Pod>(
+        &mut self,
+        dst: *mut T,
+        src: *const T,
+        param: NonContiguousCopyParam,
+        pe: u32,
+    ) -> KernelResult {
+        let me = self.inst.my_pe();
+        self.rows("aclshmem_get_nbi", dst, src, param, pe, me)
+    }
+
+    fn rows<T: Pod>(
+        &mut self,
+        call: &str,
+        dst: *mut T,
+        src: *const T,
+        p: NonContiguousCopyParam,
+        from_pe: u32,
+        to_pe: u32,
+    ) -> KernelResult {
+        let buf = self.mte;
+        let row = bytes::<T>(call, p.length as usize)?;
+        for r in 0..p.repeat as usize {
+            let from = src.wrapping_add(r * p.src_ld as usize).cast::<u8>();
+            let to = dst.wrapping_add(r * p.dst_ld as usize).cast::<u8>();
+            self.stage(call, from, from_pe, to, to_pe, row, buf)?;
+        }
+        Ok(())
+    }
+
+    /// The MTE engine's own put (`aclshmemx_mte_put_nbi`): `nelems` elements through the
+    /// caller's UB buffer of `ub_size` bytes at UB offset `buf`, with event `sync_id` (0 to 7).
+    #[allow(clippy::too_many_arguments)]
+    pub fn mte_put_nbi<T: Pod>(
+        &mut self,
+        dst: *mut T,
+        src: *const T,
+        buf: usize,
+        ub_size: usize,
+        nelems: usize,
+        pe: u32,
+        sync_id: u32,
+    ) -> KernelResult {
+        let call = "aclshmemx_mte_put_nbi";
+        let b = ub_range(call, buf, ub_size, sync_id)?;
+        let len = bytes::<T>(call, nelems)?;
+        let me = self.inst.my_pe();
+        self.stage(call, src.cast(), me, dst.cast(), pe, len, b)
+    }
+
+    /// The MTE engine's own get (`aclshmemx_mte_get_nbi`; see [`Device::mte_put_nbi`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn mte_get_nbi<T: Pod>(
+        &mut self,
+        dst: *mut T,
+        src: *const T,
+        buf: usize,
+        ub_size: usize,
+        nelems: usize,
+        pe: u32,
+        sync_id: u32,
+    ) -> KernelResult {
+        let call = "aclshmemx_mte_get_nbi";
+        let b = ub_range(call, buf, ub_size, sync_id)?;
+        let len = bytes::<T>(call, nelems)?;
+        let me = self.inst.my_pe();
+        self.stage(call, src.cast(), pe, dst.cast(), me, len, b)
+    }
+
+    /// ub2gm put (`aclshmem_<T>_put_nbi` from `__ubuf__`): `nelems` elements at UB offset
+    /// `ub` (32-byte aligned) to PE `pe`'s copy of symmetric `dst`, with no staging.
+    pub fn put_from_ub<T: Pod>(
+        &mut self,
+        dst: *mut T,
+        ub: usize,
+        nelems: usize,
+        pe: u32,
+    ) -> KernelResult {
+        let call = "aclshmem_put_nbi (ub2gm)";
+        let len = bytes::<T>(call, nelems)?;
+        let (ub, _) = ub_range(call, ub, len.max(UB_ALIGN).next_multiple_of(UB_ALIGN), 0)?;
+        self.core.yield_point();
+        let view = self
+            .inst
+            .default_ctx()
+            .view_at(dst.cast::<u8>().cast_const(), len);
+        let data = &self.core.ub()[ub..ub + len];
+        view.and_then(|v| v.put(data, pe))
+            .map_err(|e| fail(call, e))
+    }
+
+    /// ub2gm get (`aclshmem_<T>_get_nbi` into `__ubuf__`): `nelems` elements of PE `pe`'s copy
+    /// of symmetric `src` to UB offset `ub` (32-byte aligned).
+    pub fn get_to_ub<T: Pod>(
+        &mut self,
+        ub: usize,
+        src: *const T,
+        nelems: usize,
+        pe: u32,
+    ) -> KernelResult {
+        let call = "aclshmem_get_nbi (ub2gm)";
+        let len = bytes::<T>(call, nelems)?;
+        let (ub, _) = ub_range(call, ub, len.max(UB_ALIGN).next_multiple_of(UB_ALIGN), 0)?;
+        self.core.yield_point();
+        let view = self.inst.default_ctx().view_at(src.cast::<u8>(), len);
+        let view = view.map_err(|e| fail(call, e))?;
+        let data = &mut self.core.ub()[ub..ub + len];
+        view.get(data, pe).map_err(|e| fail(call, e))
+    }
+
+    /// Put with signal (`aclshmem_putmem_signal`): the data through UB, a quiet, then the
+    /// update of PE `pe`'s `i32` signal word at `sig`, as CANN's device call does.
+    #[allow(clippy::too_many_arguments)]
+    pub fn putmem_signal(
+        &mut self,
+        dst: *mut u8,
+        src: *const u8,
+        len: usize,
+        sig: *mut i32,
+        value: i32,
+        op: SignalOp,
+        pe: u32,
+    ) -> KernelResult {
+        self.putmem(dst, src, len, pe)?;
+        self.quiet()?;
+        self.signal_op(sig, value, op, pe)
+    }
+
+    /// `len` elements of symmetric memory at `addr` as a view of the instance, for the rest of
+    /// the device API on words: the whole wait/test family (`wait_until`, `test`, their
+    /// `_all`/`_any`/`_some` and `_vector` forms), and element access.
+    pub fn view<T: Pod>(&self, addr: *const T, len: usize) -> Result<SymSlice<'_, T>, KernelError> {
+        self.core.yield_point();
+        self.inst
+            .default_ctx()
+            .view_at(addr, len)
+            .map_err(|e| fail("view", e))
+    }
+
+    /// The MTE path: GM (`from` on `from_pe`) → UB buffer `buf` (offset, size) → GM (`to` on
+    /// `to_pe`), chunk by chunk.
+    #[allow(clippy::too_many_arguments)]
     fn stage(
         &mut self,
         call: &str,
@@ -130,13 +409,14 @@ impl Device<'_> {
         to: *mut u8,
         to_pe: u32,
         len: usize,
+        buf: (usize, usize),
     ) -> KernelResult {
         let ctx = self.inst.default_ctx();
         let src = ctx.view_at(from, len).map_err(|e| fail(call, e))?;
         let dst = ctx
             .view_at(to.cast_const(), len)
             .map_err(|e| fail(call, e))?;
-        let (offset, chunk) = self.mte;
+        let (offset, chunk) = buf;
         let mut done = 0;
         while done < len {
             self.core.yield_point();

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use shmem::{Cmp, Instance, SignalOp, Stream};
+use shmem::{Cmp, Instance, NonContiguousCopyParam, SignalOp, Stream};
 
 use crate::cases::on_both_instances;
 use crate::{Case, Ctx, Outcome, check, check_eq};
@@ -27,6 +27,9 @@ pub(crate) fn cases() -> Vec<Case> {
             "kernel::errors_end_the_launch_naming_kernel_block_and_call",
             errors,
         ),
+        Case::new("kernel::every_transfer_form_and_the_wait_family", |c| {
+            on_both_instances(c, transfer_forms)
+        }),
         // Under the CANN profile the heap is device memory that host code faults on; kernels
         // reach it.
         Case::new("kernel::cann_profile_kernels_reach_the_device_heap", |c| {
@@ -197,6 +200,22 @@ fn errors(c: &Ctx) -> Outcome {
         e.contains("kernel mte, block 0: aclshmemx_set_mte_config"),
         "{e}"
     );
+    inst.launch(&stream, "event", 1, move |dev| {
+        dev.mte_put_nbi(at as *mut u8, at as *const u8, 0, 64, 64, 0, 8)
+    })?;
+    let e = stream.synchronize().expect_err("sync_id 8").to_string();
+    check!(
+        e.contains("kernel event, block 0: aclshmemx_mte_put_nbi: sync_id 8"),
+        "{e}"
+    );
+    inst.launch(&stream, "unaligned", 1, move |dev| {
+        dev.put_from_ub(at as *mut u8, 3, 8, 0)
+    })?;
+    let e = stream.synchronize().expect_err("UB offset 3").to_string();
+    check!(
+        e.contains("kernel unaligned, block 0: aclshmem_put_nbi (ub2gm)"),
+        "{e}"
+    );
     // A good launch on the same stream.
     inst.launch(&stream, "fine", 4, move |dev| {
         dev.set_mte_config(1024, 64)?;
@@ -206,5 +225,137 @@ fn errors(c: &Ctx) -> Outcome {
     inst.barrier_all()?;
     buf.free()?;
     inst.finalize()?;
+    Ok(())
+}
+
+/// Typed put and get (and `_nbi`), a strided put of rows, the MTE engine's own put through a
+/// 64-byte UB buffer, ub2gm put and get, put with signal, and the wait family on the words
+/// (`view`): each moves the next PE's data to the right elements and nothing else.
+fn transfer_forms(inst: &Instance) -> Outcome {
+    const N: usize = 64;
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let prev = (me + n - 1) % n;
+    let src = inst.calloc::<i64>(N)?;
+    let typed = inst.calloc::<i64>(N)?;
+    let strided = inst.calloc::<i64>(N)?;
+    let mte = inst.calloc::<i64>(N)?;
+    let ub2gm = inst.calloc::<i64>(N)?;
+    let got = inst.calloc::<i64>(N)?;
+    let sig = inst.calloc::<i32>(1)?;
+    let mine: Vec<i64> = (0..N as i64).map(|i| -(i64::from(me) << 40) - i).collect();
+    src.as_slice().put(&mine, me)?;
+    // The guard value every element not written keeps.
+    for b in [&typed, &strided, &mte, &ub2gm] {
+        b.as_slice().put(&[0x5A5A_5A5A_5A5A_5A5A; N], me)?;
+    }
+    inst.barrier_all()?;
+    let a = |b: &shmem::SymBuf<i64>| b.as_ptr() as usize;
+    let (s, t, st, m, u, g, sg) = (
+        a(&src),
+        a(&typed),
+        a(&strided),
+        a(&mte),
+        a(&ub2gm),
+        a(&got),
+        sig.as_ptr() as usize,
+    );
+    let stream = Stream::new();
+    inst.launch(&stream, "forms", 1, move |dev| {
+        let (me, n) = (dev.my_pe(), dev.n_pes());
+        let next = (me + 1) % n;
+        let p = |x: usize| x as *mut i64;
+        // Typed: elements 1..9 to the next PE's typed[2..10]; then a get back of its src[0..2].
+        dev.put(p(t).wrapping_add(2), p(s).wrapping_add(1), 8, next)?;
+        dev.put_nbi(p(t).wrapping_add(20), p(s), 1, next)?;
+        dev.get_nbi(p(g), p(s), 2, next)?;
+        // Strided: 4 rows of 3 elements, source rows 5 apart, destination rows 8 apart.
+        let param = NonContiguousCopyParam {
+            repeat: 4,
+            length: 3,
+            src_ld: 5,
+            dst_ld: 8,
+        };
+        dev.put_strided(p(st), p(s), param, next)?;
+        // The MTE engine through a 64-byte buffer (8 elements a chunk) at UB offset 4096.
+        dev.mte_put_nbi(p(m), p(s), 4096, 64, 40, next, 3)?;
+        // ub2gm: fill UB at 1024 with 4 values, put them; get 2 of the next PE's back to UB.
+        for (i, v) in [7i64, 8, 9, 10].iter().enumerate() {
+            dev.ub()[1024 + i * 8..1032 + i * 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        dev.put_from_ub(p(u).wrapping_add(4), 1024, 4, next)?;
+        dev.get_to_ub(2048, p(s).wrapping_add(3), 2, next)?;
+        let back = i64::from_ne_bytes(dev.ub()[2048..2056].try_into().expect("8 bytes"));
+        if back != -(i64::from(next) << 40) - 3 {
+            return Err(shmem::KernelError::new(
+                "check",
+                format!("get_to_ub gave {back}"),
+            ));
+        }
+        dev.quiet()?;
+        // Put with signal of src[60..64] to got[60..64], then wait for the previous PE's.
+        dev.putmem_signal(
+            p(g).wrapping_add(60).cast(),
+            p(s).wrapping_add(60).cast(),
+            32,
+            sg as *mut i32,
+            1,
+            SignalOp::Add,
+            next,
+        )?;
+        let words = dev.view(sg as *const i32, 1)?;
+        words
+            .wait_until_all(None, Cmp::Ge, 1)
+            .map_err(|e| shmem::KernelError::new("wait_until_all", e.to_string()))?;
+        dev.barrier_all()
+    })?;
+    stream.synchronize()?;
+    let guard = 0x5A5A_5A5A_5A5A_5A5Ai64;
+    let theirs = |i: i64| -(i64::from(prev) << 40) - i;
+    let t = typed.as_slice().to_vec(me)?;
+    for (i, &v) in t.iter().enumerate() {
+        let want = match i {
+            2..=9 => theirs(i as i64 - 1),
+            20 => theirs(0),
+            _ => guard,
+        };
+        check_eq!(v, want, "typed[{i}]");
+    }
+    let g = got.as_slice().to_vec(me)?;
+    let next = (me + 1) % n;
+    check_eq!(g[0], -(i64::from(next) << 40), "get_nbi");
+    check_eq!(g[1], -(i64::from(next) << 40) - 1, "get_nbi");
+    for (i, &v) in g.iter().enumerate().skip(60) {
+        check_eq!(v, theirs(i as i64), "put_signal data {i}");
+    }
+    let st = strided.as_slice().to_vec(me)?;
+    for (i, &v) in st.iter().enumerate() {
+        let (row, col) = (i / 8, i % 8);
+        let want = if row < 4 && col < 3 {
+            theirs((row * 5 + col) as i64)
+        } else {
+            guard
+        };
+        check_eq!(v, want, "strided[{i}]");
+    }
+    let m = mte.as_slice().to_vec(me)?;
+    for (i, &v) in m.iter().enumerate() {
+        check_eq!(v, if i < 40 { theirs(i as i64) } else { guard }, "mte[{i}]");
+    }
+    let u = ub2gm.as_slice().to_vec(me)?;
+    for (i, &v) in u.iter().enumerate() {
+        check_eq!(
+            v,
+            if (4..8).contains(&i) {
+                i as i64 + 3
+            } else {
+                guard
+            },
+            "ub2gm[{i}]"
+        );
+    }
+    for b in [src, typed, strided, mte, ub2gm, got] {
+        b.free()?;
+    }
+    sig.free()?;
     Ok(())
 }
