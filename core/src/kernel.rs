@@ -35,7 +35,9 @@ const DEFAULT_MTE_UB: (usize, usize) = (0, 16 * 1024);
 #[derive(Debug)]
 pub struct Device<'a> {
     core: &'a mut Core,
-    inst: Instance,
+    /// The instance the block acts on: always set in a launch of one instance; in a
+    /// multi-instance launch, what `aclshmemx_instance_ctx_set` selected last.
+    inst: Option<Instance>,
     /// The MTE staging buffer: offset into the UB and size.
     mte: (usize, usize),
 }
@@ -97,7 +99,23 @@ fn fail(call: &str, e: impl std::fmt::Display) -> KernelError {
     KernelError::new(call, e.to_string())
 }
 
+/// What a multi-instance kernel that has not selected an instance is told.
+const NO_INSTANCE: &str = "no instance is selected: a MULTI_INSTANCE kernel must call aclshmemx_instance_ctx_set(id) in every block before any SHMEM call";
+
 impl Device<'_> {
+    /// The instance the block acts on, for `call`.
+    fn on(&self, call: &str) -> Result<&Instance, KernelError> {
+        self.inst.as_ref().ok_or_else(|| fail(call, NO_INSTANCE))
+    }
+
+    /// The instance for a call that has no error to return: without one the block fails (a
+    /// panic the launch reports, naming the call).
+    fn selected(&self, call: &str) -> &Instance {
+        self.inst
+            .as_ref()
+            .unwrap_or_else(|| panic!("{call}: {NO_INSTANCE}"))
+    }
+
     /// This block's index (`GetBlockIdx`).
     pub fn block_idx(&self) -> u32 {
         self.core.block_idx()
@@ -119,21 +137,33 @@ impl Device<'_> {
     }
 
     /// This PE's number in the instance (`aclshmem_my_pe`).
+    ///
+    /// # Panics
+    ///
+    /// In a multi-instance kernel before `instance_ctx_set`: the launch fails, naming the call.
     pub fn my_pe(&self) -> u32 {
         self.core.yield_point();
-        self.inst.my_pe()
+        self.selected("aclshmem_my_pe").my_pe()
     }
 
     /// The PEs of the instance (`aclshmem_n_pes`).
+    ///
+    /// # Panics
+    ///
+    /// As [`Device::my_pe`].
     pub fn n_pes(&self) -> u32 {
         self.core.yield_point();
-        self.inst.n_pes()
+        self.selected("aclshmem_n_pes").n_pes()
     }
 
     /// PE `pe`'s symmetric address of the object at `addr` (`aclshmem_ptr`), or `None`.
+    ///
+    /// # Panics
+    ///
+    /// As [`Device::my_pe`].
     pub fn ptr<T>(&self, addr: *const T, pe: u32) -> Option<*mut T> {
         self.core.yield_point();
-        self.inst
+        self.selected("aclshmem_ptr")
             .peer_addr(addr.cast(), pe)
             .map(|p| p.as_ptr().cast())
     }
@@ -142,22 +172,7 @@ impl Device<'_> {
     /// (`aclshmemx_set_mte_config` on the device). Both 32-byte aligned, inside the UB, and not
     /// empty.
     pub fn set_mte_config(&mut self, offset: usize, ub_size: usize) -> KernelResult {
-        let call = "aclshmemx_set_mte_config";
-        if ub_size == 0 || !offset.is_multiple_of(UB_ALIGN) || !ub_size.is_multiple_of(UB_ALIGN) {
-            return Err(fail(
-                call,
-                format!(
-                    "offset {offset} and ub_size {ub_size} must be 32-byte aligned, ub_size not 0"
-                ),
-            ));
-        }
-        if offset.checked_add(ub_size).is_none_or(|end| end > UB_SIZE) {
-            return Err(fail(
-                call,
-                format!("{ub_size} bytes at offset {offset} do not fit in the {UB_SIZE}-byte UB"),
-            ));
-        }
-        self.mte = (offset, ub_size);
+        self.mte = ub_range("aclshmemx_set_mte_config", offset, ub_size, 0)?;
         Ok(())
     }
 
@@ -166,14 +181,16 @@ impl Device<'_> {
     /// on return).
     pub fn putmem(&mut self, dst: *mut u8, src: *const u8, len: usize, pe: u32) -> KernelResult {
         let buf = self.mte;
-        self.stage("aclshmem_putmem", src, self.inst.my_pe(), dst, pe, len, buf)
+        let me = self.on("aclshmem_putmem")?.my_pe();
+        self.stage("aclshmem_putmem", src, me, dst, pe, len, buf)
     }
 
     /// Copies `len` bytes from PE `pe`'s copy of symmetric `src` to this PE's symmetric `dst`,
     /// through the UB (`aclshmem_getmem`).
     pub fn getmem(&mut self, dst: *mut u8, src: *const u8, len: usize, pe: u32) -> KernelResult {
         let buf = self.mte;
-        self.stage("aclshmem_getmem", src, pe, dst, self.inst.my_pe(), len, buf)
+        let me = self.on("aclshmem_getmem")?.my_pe();
+        self.stage("aclshmem_getmem", src, pe, dst, me, len, buf)
     }
 
     /// `nelems` elements from this PE's symmetric `src` to PE `pe`'s copy of `dst`
@@ -187,15 +204,8 @@ impl Device<'_> {
     ) -> KernelResult {
         let buf = self.mte;
         let len = bytes::<T>("aclshmem_put", nelems)?;
-        self.stage(
-            "aclshmem_put",
-            src.cast(),
-            self.inst.my_pe(),
-            dst.cast(),
-            pe,
-            len,
-            buf,
-        )
+        let me = self.on("aclshmem_put")?.my_pe();
+        self.stage("aclshmem_put", src.cast(), me, dst.cast(), pe, len, buf)
     }
 
     /// `nelems` elements from PE `pe`'s copy of symmetric `src` to this PE's `dst`
@@ -209,15 +219,8 @@ impl Device<'_> {
     ) -> KernelResult {
         let buf = self.mte;
         let len = bytes::<T>("aclshmem_get", nelems)?;
-        self.stage(
-            "aclshmem_get",
-            src.cast(),
-            pe,
-            dst.cast(),
-            self.inst.my_pe(),
-            len,
-            buf,
-        )
+        let me = self.on("aclshmem_get")?.my_pe();
+        self.stage("aclshmem_get", src.cast(), pe, dst.cast(), me, len, buf)
     }
 
     /// The non-blocking [`Device::put`] (`aclshmem_<T>_put_nbi`): complete by the next
@@ -254,7 +257,7 @@ impl Device<'_> {
         param: NonContiguousCopyParam,
         pe: u32,
     ) -> KernelResult {
-        let me = self.inst.my_pe();
+        let me = self.on("aclshmem_put_nbi")?.my_pe();
         self.rows("aclshmem_put_nbi", dst, src, param, me, pe)
     }
 
@@ -266,7 +269,7 @@ impl Device<'_> {
         param: NonContiguousCopyParam,
         pe: u32,
     ) -> KernelResult {
-        let me = self.inst.my_pe();
+        let me = self.on("aclshmem_get_nbi")?.my_pe();
         self.rows("aclshmem_get_nbi", dst, src, param, pe, me)
     }
 
@@ -305,7 +308,7 @@ impl Device<'_> {
         let call = "aclshmemx_mte_put_nbi";
         let b = ub_range(call, buf, ub_size, sync_id)?;
         let len = bytes::<T>(call, nelems)?;
-        let me = self.inst.my_pe();
+        let me = self.on(call)?.my_pe();
         self.stage(call, src.cast(), me, dst.cast(), pe, len, b)
     }
 
@@ -324,7 +327,7 @@ impl Device<'_> {
         let call = "aclshmemx_mte_get_nbi";
         let b = ub_range(call, buf, ub_size, sync_id)?;
         let len = bytes::<T>(call, nelems)?;
-        let me = self.inst.my_pe();
+        let me = self.on(call)?.my_pe();
         self.stage(call, src.cast(), pe, dst.cast(), me, len, b)
     }
 
@@ -341,8 +344,8 @@ impl Device<'_> {
         let len = bytes::<T>(call, nelems)?;
         let (ub, _) = ub_range(call, ub, len.max(UB_ALIGN).next_multiple_of(UB_ALIGN), 0)?;
         self.core.yield_point();
-        let view = self
-            .inst
+        let inst = self.on(call)?.clone();
+        let view = inst
             .default_ctx()
             .view_at(dst.cast::<u8>().cast_const(), len);
         let data = &self.core.ub()[ub..ub + len];
@@ -363,7 +366,8 @@ impl Device<'_> {
         let len = bytes::<T>(call, nelems)?;
         let (ub, _) = ub_range(call, ub, len.max(UB_ALIGN).next_multiple_of(UB_ALIGN), 0)?;
         self.core.yield_point();
-        let view = self.inst.default_ctx().view_at(src.cast::<u8>(), len);
+        let inst = self.on(call)?.clone();
+        let view = inst.default_ctx().view_at(src.cast::<u8>(), len);
         let view = view.map_err(|e| fail(call, e))?;
         let data = &mut self.core.ub()[ub..ub + len];
         view.get(data, pe).map_err(|e| fail(call, e))
@@ -392,7 +396,7 @@ impl Device<'_> {
     /// `_all`/`_any`/`_some` and `_vector` forms), and element access.
     pub fn view<T: Pod>(&self, addr: *const T, len: usize) -> Result<SymSlice<'_, T>, KernelError> {
         self.core.yield_point();
-        self.inst
+        self.on("view")?
             .default_ctx()
             .view_at(addr, len)
             .map_err(|e| fail("view", e))
@@ -411,7 +415,8 @@ impl Device<'_> {
         len: usize,
         buf: (usize, usize),
     ) -> KernelResult {
-        let ctx = self.inst.default_ctx();
+        let inst = self.on(call)?.clone();
+        let ctx = inst.default_ctx();
         let src = ctx.view_at(from, len).map_err(|e| fail(call, e))?;
         let dst = ctx
             .view_at(to.cast_const(), len)
@@ -437,14 +442,14 @@ impl Device<'_> {
     pub fn p<T: Pod>(&self, dst: *mut T, value: T, pe: u32) -> KernelResult {
         self.core.yield_point();
         let call = "aclshmem_p";
-        let e = self.inst.default_ctx().view_at(dst.cast_const(), 1);
+        let e = self.on(call)?.default_ctx().view_at(dst.cast_const(), 1);
         e.and_then(|v| v.p(0, value, pe)).map_err(|e| fail(call, e))
     }
 
     /// Loads PE `pe`'s copy of the element at symmetric `src` (`aclshmem_<T>_g`).
     pub fn g<T: Pod>(&self, src: *const T, pe: u32) -> Result<T, KernelError> {
         self.core.yield_point();
-        let v = self.inst.default_ctx().view_at(src, 1);
+        let v = self.on("aclshmem_g")?.default_ctx().view_at(src, 1);
         v.and_then(|v| v.g(0, pe))
             .map_err(|e| fail("aclshmem_g", e))
     }
@@ -453,7 +458,10 @@ impl Device<'_> {
     /// (`aclshmemx_signal_op`; ADD is atomic, SET a plain store, as on CANN).
     pub fn signal_op(&self, sig: *mut i32, value: i32, op: SignalOp, pe: u32) -> KernelResult {
         self.core.yield_point();
-        let e = self.inst.default_ctx().elem_at(sig.cast_const());
+        let e = self
+            .on("aclshmemx_signal_op")?
+            .default_ctx()
+            .elem_at(sig.cast_const());
         e.and_then(|e| e.signal_op(value, op, pe))
             .map_err(|e| fail("aclshmemx_signal_op", e))
     }
@@ -468,7 +476,10 @@ impl Device<'_> {
         value: i32,
     ) -> Result<i32, KernelError> {
         self.core.yield_point();
-        let e = self.inst.default_ctx().elem_at(sig);
+        let e = self
+            .on("aclshmem_signal_wait_until")?
+            .default_ctx()
+            .elem_at(sig);
         e.and_then(|e| e.signal_wait_until(cmp, value))
             .map_err(|e| fail("aclshmem_signal_wait_until", e))
     }
@@ -476,13 +487,15 @@ impl Device<'_> {
     /// Completes this block's puts (`aclshmem_quiet`).
     pub fn quiet(&self) -> KernelResult {
         self.core.yield_point();
-        self.inst.quiet().map_err(|e| fail("aclshmem_quiet", e))
+        let inst = self.on("aclshmem_quiet")?;
+        inst.quiet().map_err(|e| fail("aclshmem_quiet", e))
     }
 
     /// The same as [`Device::quiet`], as on CANN (`aclshmem_fence`).
     pub fn fence(&self) -> KernelResult {
         self.core.yield_point();
-        self.inst.quiet().map_err(|e| fail("aclshmem_fence", e))
+        let inst = self.on("aclshmem_fence")?;
+        inst.quiet().map_err(|e| fail("aclshmem_fence", e))
     }
 
     /// Waits until every block of every PE of the instance has arrived, with every put issued
@@ -493,7 +506,7 @@ impl Device<'_> {
             .sync_all()
             .map_err(|e| fail("aclshmem_barrier_all", e.detail))?;
         if self.core.block_idx() == 0 {
-            self.inst
+            self.on("aclshmem_barrier_all")?
                 .barrier_all()
                 .map_err(|e| fail("aclshmem_barrier_all", e))?;
         }
@@ -542,7 +555,7 @@ impl Instance {
             Kernel::new(name, move |core| {
                 let mut dev = Device {
                     core,
-                    inst: inst.clone(),
+                    inst: Some(inst.clone()),
                     mte: DEFAULT_MTE_UB,
                 };
                 body(&mut dev)
@@ -551,4 +564,90 @@ impl Instance {
         );
         Ok(())
     }
+}
+
+/// A block of a kernel built with `MULTI_INSTANCE`: the [`Device`] calls act on the instance
+/// that [`MultiDevice::instance_ctx_set`] selected last, and none is selected when the block
+/// starts (every block selects its own; blocks of one kernel may use different instances, and
+/// a block may switch as it goes). A SHMEM call before the first selection fails the launch,
+/// naming the kernel, the block and the call (on CANN it reads an uninitialised address). In a
+/// kernel of one instance ([`Instance::launch`]) the [`Device`] has no such calls, as CANN's
+/// are unavailable without `MULTI_INSTANCE`.
+#[derive(Debug)]
+pub struct MultiDevice<'a>(Device<'a>);
+
+impl<'a> std::ops::Deref for MultiDevice<'a> {
+    type Target = Device<'a>;
+    fn deref(&self) -> &Device<'a> {
+        &self.0
+    }
+}
+
+impl<'a> std::ops::DerefMut for MultiDevice<'a> {
+    fn deref_mut(&mut self) -> &mut Device<'a> {
+        &mut self.0
+    }
+}
+
+impl MultiDevice<'_> {
+    /// Selects instance `id` for this block's later calls (`aclshmemx_instance_ctx_set`). An id
+    /// with no initialised instance on this PE fails the launch.
+    pub fn instance_ctx_set(&mut self, id: u64) -> KernelResult {
+        self.0.core.yield_point();
+        let inst = Instance::by_id(id).ok_or_else(|| {
+            fail(
+                "aclshmemx_instance_ctx_set",
+                format!("instance {id} is not initialised on this PE"),
+            )
+        })?;
+        self.0.inst = Some(inst);
+        Ok(())
+    }
+
+    /// The instance this block selected (`aclshmemx_instance_ctx_get`).
+    pub fn instance_ctx_get(&self) -> Result<u64, KernelError> {
+        self.0.on("aclshmemx_instance_ctx_get").map(Instance::id)
+    }
+}
+
+/// Enqueues a launch of a kernel built with `MULTI_INSTANCE` on `stream`: every block runs
+/// `body` with a [`MultiDevice`], which selects its instances itself.
+///
+/// ```no_run
+/// # fn demo() -> shmem::Result<()> {
+/// let stream = shmem::Stream::new();
+/// shmem::launch_multi_instance(&stream, "switch", 4, |dev| {
+///     for id in 1..=3 {
+///         dev.instance_ctx_set(id)?;  // before any SHMEM call, in every block
+///         dev.barrier_all()?;         // instance id's PEs
+///     }
+///     Ok(())
+/// })?;
+/// stream.synchronize()?;
+/// # Ok(()) }
+/// ```
+pub fn launch_multi_instance(
+    stream: &Stream,
+    name: &str,
+    block_dim: u32,
+    body: impl Fn(&mut MultiDevice<'_>) -> KernelResult + Send + Sync + 'static,
+) -> Result<()> {
+    if block_dim == 0 {
+        return Err(Error::InvalidValue(format!(
+            "kernel {name}: a launch needs at least one block"
+        )));
+    }
+    let Stream::Sim(s) = stream;
+    s.launch(
+        Kernel::new(name, move |core| {
+            let mut dev = MultiDevice(Device {
+                core,
+                inst: None,
+                mte: DEFAULT_MTE_UB,
+            });
+            body(&mut dev)
+        }),
+        block_dim,
+    );
+    Ok(())
 }

@@ -63,7 +63,7 @@ pub use info::{
     pcontrol, pcontrol_level,
 };
 pub use instance::{IdState, Instance, ThreadLevel};
-pub use kernel::{Device, NonContiguousCopyParam};
+pub use kernel::{Device, MultiDevice, NonContiguousCopyParam, launch_multi_instance};
 pub use lock::LockGuard;
 pub use rma::{DeviceRange, NbiScope};
 pub use settings::ApiProfile;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use shmem::{Cmp, Instance, NonContiguousCopyParam, SignalOp, Stream};
 
-use crate::cases::on_both_instances;
+use crate::cases::{multi_instance, on_both_instances};
 use crate::{Case, Ctx, Outcome, check, check_eq};
 
 pub(crate) fn cases() -> Vec<Case> {
@@ -26,6 +26,10 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new(
             "kernel::errors_end_the_launch_naming_kernel_block_and_call",
             errors,
+        ),
+        Case::new(
+            "kernel::multi_instance_kernels_switch_and_mix_instances",
+            multi_instance,
         ),
         Case::new("kernel::every_transfer_form_and_the_wait_family", |c| {
             on_both_instances(c, transfer_forms)
@@ -357,5 +361,105 @@ fn transfer_forms(inst: &Instance) -> Outcome {
         b.free()?;
     }
     sig.free()?;
+    Ok(())
+}
+
+/// CANN's multi-instance kernel: instances 1 to 3 over all PEs. One launch of 4 blocks switches
+/// every block through the three instances, putting into each one's buffer on the next PE and
+/// meeting its PEs; a second launch has block `b` on instance `1 + b % 3` throughout. A call
+/// before any selection, or the selection of an instance that does not exist, fails the launch
+/// naming kernel, block and call.
+fn multi_instance(c: &Ctx) -> Outcome {
+    let members: Vec<u32> = (0..c.n_pes).collect();
+    let mut insts = Vec::new();
+    for id in 1..=3u64 {
+        let a = multi_instance::attrs_for(c, id, &members).expect("every PE is a member");
+        insts.push(Instance::init(&a)?);
+    }
+    let bufs = insts
+        .iter()
+        .map(|i| i.calloc::<u64>(8))
+        .collect::<shmem::Result<Vec<_>>>()?;
+    let at: Vec<usize> = bufs.iter().map(|b| b.as_ptr() as usize).collect();
+    let stream = Stream::new();
+    let at2 = at.clone();
+    shmem::launch_multi_instance(&stream, "switch", 4, move |dev| {
+        for id in 1..=3u64 {
+            dev.instance_ctx_set(id)?;
+            if dev.instance_ctx_get()? != id {
+                return Err(shmem::KernelError::new("check", "instance_ctx_get"));
+            }
+            let (me, n, b) = (dev.my_pe(), dev.n_pes(), dev.block_idx() as usize);
+            let p = (at2[id as usize - 1] as *mut u64).wrapping_add(b);
+            dev.p(p, id << 32 | u64::from(me) << 8 | b as u64, (me + 1) % n)?;
+            dev.barrier_all()?;
+        }
+        Ok(())
+    })?;
+    let at3 = at.clone();
+    shmem::launch_multi_instance(&stream, "mixed", 3, move |dev| {
+        let b = dev.block_idx() as usize;
+        let id = 1 + (b % 3) as u64;
+        dev.instance_ctx_set(id)?;
+        let (me, n) = (dev.my_pe(), dev.n_pes());
+        let p = (at3[id as usize - 1] as *mut u64).wrapping_add(4 + b);
+        dev.p(p, 0xAB00 | b as u64, (me + 1) % n)?;
+        dev.quiet()
+    })?;
+    stream.synchronize()?;
+    let (me, n) = (insts[0].my_pe(), insts[0].n_pes());
+    let prev = u64::from((me + n - 1) % n);
+    for i in &insts {
+        i.barrier_all()?;
+    }
+    for (k, b) in bufs.iter().enumerate() {
+        let id = k as u64 + 1;
+        let got = b.as_slice().to_vec(me)?;
+        for (blk, &v) in got.iter().take(4).enumerate() {
+            check_eq!(
+                v,
+                id << 32 | prev << 8 | blk as u64,
+                "instance {id}, block {blk}"
+            );
+        }
+        // Block `k` of the mixed launch used instance `k + 1`.
+        check_eq!(got[4 + k], 0xAB00 | k as u64, "mixed, instance {id}");
+    }
+    // The routing rules.
+    shmem::launch_multi_instance(&stream, "unselected", 2, |dev| {
+        dev.quiet()?;
+        Ok(())
+    })?;
+    let e = stream
+        .synchronize()
+        .expect_err("no instance selected")
+        .to_string();
+    check!(
+        e.contains("kernel unselected, block 0: aclshmem_quiet: no instance is selected"),
+        "{e}"
+    );
+    shmem::launch_multi_instance(&stream, "unselected_pe", 1, |dev| {
+        let _ = dev.my_pe();
+        Ok(())
+    })?;
+    let e = stream.synchronize().expect_err("my_pe panics").to_string();
+    check!(e.contains("aclshmem_my_pe: no instance is selected"), "{e}");
+    shmem::launch_multi_instance(&stream, "unknown", 1, |dev| dev.instance_ctx_set(99))?;
+    let e = stream
+        .synchronize()
+        .expect_err("no instance 99")
+        .to_string();
+    check!(
+        e.contains(
+            "kernel unknown, block 0: aclshmemx_instance_ctx_set: instance 99 is not initialised"
+        ),
+        "{e}"
+    );
+    for b in bufs {
+        b.free()?;
+    }
+    for i in insts {
+        i.finalize()?;
+    }
     Ok(())
 }
