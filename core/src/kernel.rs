@@ -19,9 +19,11 @@
 //! error naming the kernel, the block and the call (see `shmem_sim::launch`).
 
 use bytemuck::Pod;
-use shmem_backend::{Cmp, SignalOp};
+use half::{bf16, f16};
+use shmem_backend::{AmoOp, Cmp, SignalOp, Width};
 use shmem_sim::{Core, Kernel, KernelError, KernelResult, UB_ALIGN, UB_SIZE};
 
+use crate::amo::AmoType;
 use crate::error::{Error, Result};
 use crate::fabric::Stream;
 use crate::instance::Instance;
@@ -92,6 +94,65 @@ fn ub_range(
         ));
     }
     Ok((buf, ub_size))
+}
+
+/// The floating-point types the AI cores add atomically: `f32`, and CANN's `half` and
+/// `bfloat16` (as [`f16`] and [`bf16`]).
+pub trait DeviceFloat: Copy + sealed::Sealed {
+    /// The width of the element.
+    const WIDTH: Width;
+    /// The element from its bits.
+    fn from_bits(bits: u64) -> Self;
+    /// Its bits.
+    fn to_bits(self) -> u64;
+    /// The sum, rounded to the type.
+    fn add(self, other: Self) -> Self;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+
+impl DeviceFloat for f32 {
+    const WIDTH: Width = Width::W32;
+    fn from_bits(bits: u64) -> f32 {
+        f32::from_bits(bits as u32)
+    }
+    fn to_bits(self) -> u64 {
+        u64::from(f32::to_bits(self))
+    }
+    fn add(self, other: f32) -> f32 {
+        self + other
+    }
+}
+
+impl DeviceFloat for f16 {
+    const WIDTH: Width = Width::W16;
+    fn from_bits(bits: u64) -> f16 {
+        f16::from_bits(bits as u16)
+    }
+    fn to_bits(self) -> u64 {
+        u64::from(f16::to_bits(self))
+    }
+    fn add(self, other: f16) -> f16 {
+        f16::from_f32(self.to_f32() + other.to_f32())
+    }
+}
+
+impl DeviceFloat for bf16 {
+    const WIDTH: Width = Width::W16;
+    fn from_bits(bits: u64) -> bf16 {
+        bf16::from_bits(bits as u16)
+    }
+    fn to_bits(self) -> u64 {
+        u64::from(bf16::to_bits(self))
+    }
+    fn add(self, other: bf16) -> bf16 {
+        bf16::from_f32(self.to_f32() + other.to_f32())
+    }
 }
 
 /// A failure of `call` as the block's.
@@ -482,6 +543,83 @@ impl Device<'_> {
             .elem_at(sig);
         e.and_then(|e| e.signal_wait_until(cmp, value))
             .map_err(|e| fail("aclshmem_signal_wait_until", e))
+    }
+
+    /// One atomic on the `width`-wide word at symmetric `addr` on PE `pe`, returning the old
+    /// bits. The AI cores have atomics whatever the host has (CANN's device atomics exist where
+    /// its host API has none).
+    fn device_amo(
+        &self,
+        call: &str,
+        addr: *const u8,
+        width: Width,
+        op: AmoOp,
+        pe: u32,
+    ) -> Result<u64, KernelError> {
+        self.core.yield_point();
+        let inst = self.on(call)?;
+        let ctx = inst.default_ctx();
+        let pe = ctx.target(pe).map_err(|e| fail(call, e))?;
+        let w = width.bytes();
+        let off = inst
+            .offset_of(addr, w)
+            .ok_or_else(|| fail(call, crate::sym::not_symmetric(addr, w)))?;
+        if !off.is_multiple_of(w) {
+            return Err(fail(
+                call,
+                format!("heap offset {off:#x} is not aligned to the {w}-byte word"),
+            ));
+        }
+        // SAFETY: the PE and the aligned in-bounds word were checked above.
+        unsafe { inst.fabric().atomic(ctx.queue(), pe, off, width, op) }.map_err(|e| fail(call, e))
+    }
+
+    /// An atomic on the element of `T` at symmetric `addr` on PE `pe`, returning its previous
+    /// value (`aclshmem_<T>_atomic_fetch_add`, `_swap`, `_compare_swap`, `_fetch_and`, …, and
+    /// their non-fetching forms): the operations CANN defines on `T` (add and compare-swap on
+    /// integers, the bitwise ones on unsigned integers; fetch, set and swap on every type).
+    pub fn atomic<T: AmoType>(&self, addr: *mut T, op: AmoOp, pe: u32) -> Result<T, KernelError> {
+        let call = "aclshmem_atomic";
+        if !T::allows(op) {
+            return Err(fail(
+                call,
+                format!("no atomic {op:?} on {}", std::any::type_name::<T>()),
+            ));
+        }
+        let old = self.device_amo(call, addr.cast_const().cast(), T::WIDTH, op, pe)?;
+        Ok(T::from_bits(old))
+    }
+
+    /// Adds `value` to the floating-point element at symmetric `addr` on PE `pe`, atomically,
+    /// and returns the previous value (`aclshmem_<T>_atomic_add` on `float`, `half` and
+    /// `bfloat16`, which CANN's AI cores add with `SetAtomicAdd`): a compare-and-swap loop on
+    /// the element's bits.
+    pub fn atomic_add_float<F: DeviceFloat>(
+        &self,
+        addr: *mut F,
+        value: F,
+        pe: u32,
+    ) -> Result<F, KernelError> {
+        let call = "aclshmem_atomic_add";
+        let a = addr.cast_const().cast::<u8>();
+        let mut old = self.device_amo(call, a, F::WIDTH, AmoOp::Fetch, pe)?;
+        loop {
+            let new = F::from_bits(old).add(value).to_bits();
+            let seen = self.device_amo(
+                call,
+                a,
+                F::WIDTH,
+                AmoOp::CompareSwap {
+                    cond: old,
+                    value: new,
+                },
+                pe,
+            )?;
+            if seen == old {
+                return Ok(F::from_bits(old));
+            }
+            old = seen;
+        }
     }
 
     /// Completes this block's puts (`aclshmem_quiet`).

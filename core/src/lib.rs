@@ -58,12 +58,13 @@ pub use coll::{Complex32, Complex64, ReduceOp, Reducible};
 pub use ctx::{Context, CtxOptions, CtxRef};
 pub use error::{Code, Error, Result};
 pub use fabric::Stream;
+pub use half::{bf16, f16};
 pub use info::{
     MAJOR_VERSION, MAX_NAME_LEN, MINOR_VERSION, VENDOR_STRING, info_get_name, info_get_version,
     pcontrol, pcontrol_level,
 };
 pub use instance::{IdState, Instance, ThreadLevel};
-pub use kernel::{Device, MultiDevice, NonContiguousCopyParam, launch_multi_instance};
+pub use kernel::{Device, DeviceFloat, MultiDevice, NonContiguousCopyParam, launch_multi_instance};
 pub use lock::LockGuard;
 pub use rma::{DeviceRange, NbiScope};
 pub use settings::ApiProfile;

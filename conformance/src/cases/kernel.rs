@@ -31,6 +31,11 @@ pub(crate) fn cases() -> Vec<Case> {
             "kernel::multi_instance_kernels_switch_and_mix_instances",
             multi_instance,
         ),
+        Case::new("kernel::device_atomics_from_every_block", atomics),
+        // The CANN transport has no host atomics; its AI cores have.
+        Case::new("kernel::cann_profile_keeps_device_atomics", atomics)
+            .pes(&[2, 4])
+            .env(&[("SHMEM_PROFILE", "cann")]),
         Case::new("kernel::every_transfer_form_and_the_wait_family", |c| {
             on_both_instances(c, transfer_forms)
         }),
@@ -461,5 +466,69 @@ fn multi_instance(c: &Ctx) -> Outcome {
     for i in insts {
         i.finalize()?;
     }
+    Ok(())
+}
+
+/// 16 blocks of every PE add to PE 0's words: a u64 fetch-add, and the float adds CANN's cores
+/// make (f32, half, bfloat16, all exact at these sums); one compare-swap per PE wins a slot.
+fn atomics(c: &Ctx) -> Outcome {
+    const BLOCKS: u32 = 16;
+    let inst = c.world()?;
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let count = inst.calloc::<u64>(1)?;
+    let sum32 = inst.calloc::<f32>(1)?;
+    let halves = inst.calloc::<shmem::f16>(2)?;
+    let slots = inst.calloc::<u32>(8)?;
+    inst.barrier_all()?;
+    let (c0, f0, h0, s0) = (
+        count.as_ptr() as usize,
+        sum32.as_ptr() as usize,
+        halves.as_ptr() as usize,
+        slots.as_ptr() as usize,
+    );
+    let stream = Stream::new();
+    inst.launch(&stream, "atomics", BLOCKS, move |dev| {
+        let me = dev.my_pe();
+        dev.atomic(c0 as *mut u64, shmem::AmoOp::Add(1), 0)?;
+        dev.atomic_add_float(f0 as *mut f32, 1.5, 0)?;
+        dev.atomic_add_float(h0 as *mut shmem::f16, shmem::f16::from_f32(1.0), 0)?;
+        dev.atomic_add_float((h0 + 2) as *mut shmem::bf16, shmem::bf16::from_f32(1.0), 0)?;
+        // Slot `me` of PE 0 goes to the first block of this PE that swaps it from 0.
+        let b = dev.block_idx() + 1;
+        let slot = (s0 as *mut u32).wrapping_add(me as usize % 8);
+        dev.atomic(
+            slot,
+            shmem::AmoOp::CompareSwap {
+                cond: 0,
+                value: u64::from(b),
+            },
+            0,
+        )?;
+        // An add on a float through the integer path is refused.
+        if dev.atomic(f0 as *mut f32, shmem::AmoOp::Add(1), 0).is_ok() {
+            return Err(shmem::KernelError::new("check", "integer add on f32"));
+        }
+        dev.barrier_all()
+    })?;
+    stream.synchronize()?;
+    if me == 0 {
+        let total = u64::from(BLOCKS * n);
+        check_eq!(count.as_slice().to_vec(0)?, vec![total]);
+        check_eq!(sum32.as_slice().to_vec(0)?, vec![1.5 * total as f32]);
+        let h = halves.as_slice().to_vec(0)?;
+        check_eq!(h[0].to_f32(), total as f32, "half");
+        let bf = shmem::bf16::from_bits(h[1].to_bits());
+        check_eq!(bf.to_f32(), total as f32, "bfloat16");
+        let s = slots.as_slice().to_vec(0)?;
+        for (pe, &v) in s.iter().enumerate().take(n.min(8) as usize) {
+            check!((1..=BLOCKS).contains(&v), "slot {pe} holds {v}");
+        }
+    }
+    inst.barrier_all()?;
+    count.free()?;
+    sum32.free()?;
+    halves.free()?;
+    slots.free()?;
+    inst.finalize()?;
     Ok(())
 }
