@@ -652,6 +652,43 @@ impl Device<'_> {
             .sync_all()
             .map_err(|e| fail("aclshmem_barrier_all", e.detail))
     }
+    /// Waits until every block of every member of `team` has arrived, with the puts issued
+    /// before complete (`aclshmem_barrier(team)`): this PE's blocks meet, block 0 meets the
+    /// team, the blocks meet again. The team must be of the block's instance; refused in a
+    /// launch of waves.
+    pub fn barrier(&self, team: &crate::Team) -> KernelResult {
+        let call = "aclshmem_barrier";
+        let inst = self.on(call)?;
+        if team.instance().id() != inst.id() {
+            return Err(fail(
+                call,
+                format!(
+                    "the team belongs to instance {}, the block acts on instance {}",
+                    team.instance().id(),
+                    inst.id()
+                ),
+            ));
+        }
+        self.core.sync_all().map_err(|e| fail(call, e.detail))?;
+        if self.core.block_idx() == 0 {
+            team.barrier().map_err(|e| fail(call, e))?;
+        }
+        self.core.sync_all().map_err(|e| fail(call, e.detail))
+    }
+
+    /// The instance PE of `team`'s PE `pe` (`aclshmem_team_pe_mapping`), or -1 when `pe` is
+    /// not a member, as CANN answers.
+    pub fn team_pe_mapping(&self, team: &crate::Team, pe: u32) -> i32 {
+        self.core.yield_point();
+        team.to_instance_pe(pe).map_or(-1, |p| p as i32)
+    }
+
+    /// `util_set_ffts_config`: the FFTS configuration A2/A3 kernels set at their entry; the
+    /// simulated cores need none, so any value is accepted.
+    pub fn util_set_ffts_config(&self, config: u64) {
+        let _ = config;
+        self.core.yield_point();
+    }
 }
 
 impl Instance {

@@ -32,6 +32,10 @@ pub(crate) fn cases() -> Vec<Case> {
             multi_instance,
         ),
         Case::new("kernel::device_atomics_from_every_block", atomics),
+        Case::new(
+            "kernel::team_barrier_and_pe_mapping_in_a_kernel",
+            team_barrier,
+        ),
         // The CANN transport has no host atomics; its AI cores have.
         Case::new("kernel::cann_profile_keeps_device_atomics", atomics)
             .pes(&[2, 4])
@@ -529,6 +533,68 @@ fn atomics(c: &Ctx) -> Outcome {
     sum32.free()?;
     halves.free()?;
     slots.free()?;
+    inst.finalize()?;
+    Ok(())
+}
+
+/// The even PEs' team inside a kernel of 8 blocks: `team_pe_mapping` names its members, and
+/// rounds of a counter passed around the team with `p` and `barrier(team)` stay in step.
+fn team_barrier(c: &Ctx) -> Outcome {
+    let inst = c.world()?;
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let evens = inst.team_world().split_strided(
+        0,
+        2,
+        n.div_ceil(2) as i32,
+        shmem::TeamConfig::default(),
+    )?;
+    let counter = inst.calloc::<u64>(1)?;
+    let at = counter.as_ptr() as usize;
+    if let Some(team) = evens {
+        let stream = Stream::new();
+        let t = team.clone();
+        inst.launch(&stream, "team", 8, move |dev| {
+            dev.util_set_ffts_config(0x1234);
+            let (tn, tme) = (t.n_pes(), t.my_pe());
+            for k in 0..tn {
+                if dev.team_pe_mapping(&t, k) != 2 * k as i32 {
+                    return Err(shmem::KernelError::new("check", "pe_mapping"));
+                }
+            }
+            if dev.team_pe_mapping(&t, tn) != -1 {
+                return Err(shmem::KernelError::new(
+                    "check",
+                    "pe_mapping beyond the team",
+                ));
+            }
+            let p = at as *mut u64;
+            for round in 1..=4u64 {
+                let v = dev.g(p, dev.my_pe())?;
+                dev.barrier(&t)?;
+                if dev.block_idx() == 0 {
+                    let next = dev.team_pe_mapping(&t, (tme + 1) % tn) as u32;
+                    dev.p(p, v + 1, next)?;
+                }
+                dev.barrier(&t)?;
+                let now = dev.g(p, dev.my_pe())?;
+                if now != round {
+                    return Err(shmem::KernelError::new(
+                        "check",
+                        format!("round {round}: {now}"),
+                    ));
+                }
+                dev.barrier(&t)?;
+            }
+            Ok(())
+        })?;
+        stream.synchronize()?;
+        check_eq!(counter.as_slice().to_vec(me)?, vec![4u64]);
+        team.destroy()?;
+    } else {
+        check!(me % 2 == 1, "PE {me} is even but not in the team");
+    }
+    inst.barrier_all()?;
+    counter.free()?;
     inst.finalize()?;
     Ok(())
 }
