@@ -19,14 +19,17 @@
 //! | 5 | 1, 2 | created and kept |
 //! | 2, 4, 5 | | checked together, then finalised |
 //!
-//! Each check is a malloc/free smoke test and an allgather of several sizes built from puts
-//! and a barrier, verified against values computed locally. The PEs report to PE 0 through
+//! Each check is a malloc/free smoke test, an allgather of several sizes built from puts and a
+//! barrier, and a kernel allgather as CANN's example runs it on the NPU: on simulated AI cores,
+//! 8 blocks for less than 2 MiB per PE and 16 above (CANN's small- and large-data paths), each
+//! block putting its share to every member with a signal, and every PE's block 0 waiting for all
+//! the signals (no barrier). Everything is verified against values computed locally. The PEs report to PE 0 through
 //! instance 0, and the exit status is non-zero if any check failed anywhere.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use shmem::{Attributes, Instance, SymBuf};
+use shmem::{Attributes, Cmp, Instance, SignalOp, Stream, SymBuf};
 use shmem_sim::launcher::{Job, Output};
 
 const PES: u32 = 4;
@@ -40,6 +43,11 @@ const INSTANCES: [(u64, &[u32]); 5] = [
 ];
 /// Allgather sizes, in u32 elements per PE.
 const SIZES: [usize; 6] = [1, 7, 64, 1000, 16 << 10, 64 << 10];
+/// Kernel allgather sizes, in u32 elements per PE: CANN's small-data path (below 2 MiB) and its
+/// large-data path.
+const KERNEL_SIZES: [usize; 2] = [1000, 600_000];
+/// CANN's example switches from 8 to 16 blocks at this many bytes per PE.
+const DATA_SIZE_THRESHOLD: usize = 2 << 20;
 
 fn main() -> ExitCode {
     let launched = [
@@ -129,7 +137,7 @@ fn attrs(id: u64, members: &[u32], me: u32, range: &str) -> Option<Attributes> {
         rank as u32,
         members.len() as u32,
         "tcp://127.0.0.1:0",
-        4 << 20,
+        16 << 20,
     );
     a.instance_id = id;
     a.port_range = Some(range.to_string());
@@ -191,10 +199,77 @@ fn check(inst: &Instance) -> Result<String, String> {
         inst.barrier_all().map_err(e)?;
         buf.free().map_err(e)?;
     }
+    for size in KERNEL_SIZES {
+        kernel_allgather(inst, size)?;
+    }
     Ok(format!(
-        "malloc/free ok; allgather of {} sizes ({elems} values) ok",
+        "malloc/free ok; allgather of {} sizes ({elems} values) ok; kernel allgather ok",
         SIZES.len()
     ))
+}
+
+/// The kernel allgather of `size` u32 per PE (see the module documentation), verified.
+fn kernel_allgather(inst: &Instance, size: usize) -> Result<(), String> {
+    let e = |e: shmem::Error| e.to_string();
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let blocks: u32 = if size * 4 < DATA_SIZE_THRESHOLD {
+        8
+    } else {
+        16
+    };
+    let input: SymBuf<u32> = inst.malloc(size).map_err(e)?;
+    let output: SymBuf<u32> = inst.calloc(size * n as usize).map_err(e)?;
+    let flag: SymBuf<i32> = inst.calloc(1).map_err(e)?;
+    let mine: Vec<u32> = (0..size)
+        .map(|i| value(inst.id(), size, me, i) ^ 1)
+        .collect();
+    input.as_slice().put(&mine, me).map_err(e)?;
+    inst.barrier_all().map_err(e)?; // every input and flag is ready before any block runs
+    let (src, dst, sig) = (
+        input.as_ptr() as usize,
+        output.as_ptr() as usize,
+        flag.as_ptr() as usize,
+    );
+    let stream = Stream::new();
+    inst.launch(&stream, "allgather", blocks, move |dev| {
+        let (me, n, b) = (dev.my_pe(), dev.n_pes(), dev.block_idx() as usize);
+        let share = size.div_ceil(blocks as usize);
+        let (lo, hi) = ((b * share).min(size), ((b + 1) * share).min(size));
+        for pe in 0..n {
+            let to = dst + (me as usize * size + lo) * 4;
+            dev.putmem_signal(
+                to as *mut u8,
+                (src + lo * 4) as *const u8,
+                (hi - lo) * 4,
+                sig as *mut i32,
+                1,
+                SignalOp::Add,
+                pe,
+            )?;
+        }
+        if b == 0 {
+            // Every block of every member has delivered its share here.
+            dev.signal_wait_until(sig as *const i32, Cmp::Eq, (blocks * n) as i32)?;
+        }
+        dev.sync_all()
+    })
+    .map_err(e)?;
+    stream.synchronize().map_err(e)?;
+    let got = output.as_slice().to_vec(me).map_err(e)?;
+    for r in 0..n {
+        for i in 0..size {
+            if got[r as usize * size + i] != value(inst.id(), size, r, i) ^ 1 {
+                return Err(format!(
+                    "kernel allgather of {size} ({blocks} blocks): element {i} from rank {r} is wrong"
+                ));
+            }
+        }
+    }
+    inst.barrier_all().map_err(e)?; // nobody's kernel writes here any more
+    input.free().map_err(e)?;
+    output.free().map_err(e)?;
+    flag.free().map_err(e)?;
+    Ok(())
 }
 
 /// What a PE reports about one instance: 1 = passed, 2 = failed, and the time.
@@ -288,7 +363,10 @@ fn pe() -> Result<bool, shmem::Error> {
                 .join(", ");
             let result = if passed { "ok" } else { "FAILED" };
             let what = if passed {
-                format!("malloc/free, allgather of {} sizes", SIZES.len())
+                format!(
+                    "malloc/free, allgather of {} sizes, kernel allgather (8 and 16 blocks)",
+                    SIZES.len()
+                )
             } else {
                 "see the errors above".into()
             };
