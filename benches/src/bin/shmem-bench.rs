@@ -50,6 +50,10 @@ struct Args {
     /// Also measure the multi-instance costs (switching, create/finalize, 255 live instances).
     #[arg(long)]
     multi_instance: bool,
+    /// Also measure kernels on simulated AI cores: launch overhead, kernel put bandwidth per
+    /// block count, and the kernel barrier_all latency.
+    #[arg(long)]
+    kernels: bool,
     /// PE counts for the barrier measurements.
     #[arg(long, value_delimiter = ',', default_values_t = vec![2u32, 4, 8])]
     barrier_pes: Vec<u32>,
@@ -320,9 +324,81 @@ fn print_results(inst: &Instance, results: &BTreeMap<String, f64>) {
     }
 }
 
+/// Block counts and sizes of the kernel put bandwidth.
+const KERNEL_BLOCKS: [u32; 4] = [1, 8, 16, 48];
+const KERNEL_SIZES: [usize; 3] = [64 << 10, 1 << 20, 4 << 20];
+
+/// Kernels on simulated AI cores, PE 0 measuring towards PE 1 (both launch, in step): an empty
+/// 1-block launch and its synchronisation; a put of each size split among the blocks (each
+/// block's share through its UB, then `SyncAll`); `barrier_all` from 8 blocks of both PEs.
+fn kernels(inst: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), shmem::Error> {
+    let (me, peer) = (inst.my_pe(), 1 - inst.my_pe());
+    let max = *KERNEL_SIZES.last().expect("sizes");
+    let src = inst.malloc::<u8>(max)?;
+    let dst = inst.malloc::<u8>(max)?;
+    let (s, d) = (src.as_ptr() as usize, dst.as_ptr() as usize);
+    let stream = shmem::Stream::new();
+    inst.barrier_all()?;
+    let reps = 200;
+    results.insert(
+        "kernel_launch".into(),
+        median_per_op(9, reps, || {
+            for _ in 0..reps {
+                inst.launch(&stream, "empty", 1, |_| Ok(()))
+                    .expect("launch");
+                stream.synchronize().expect("synchronize");
+            }
+        }),
+    );
+    for blocks in KERNEL_BLOCKS {
+        for size in KERNEL_SIZES {
+            let reps = ((64usize << 20) / size).clamp(4, 64);
+            inst.barrier_all()?;
+            let t = median_per_op(9, reps, || {
+                for _ in 0..reps {
+                    inst.launch(&stream, "put", blocks, move |dev| {
+                        let share = size.div_ceil(blocks as usize);
+                        let b = dev.block_idx() as usize;
+                        let (lo, hi) = ((b * share).min(size), ((b + 1) * share).min(size));
+                        if me == 0 && hi > lo {
+                            dev.putmem((d + lo) as *mut u8, (s + lo) as *const u8, hi - lo, peer)?;
+                        }
+                        dev.sync_all()
+                    })
+                    .expect("launch");
+                    stream.synchronize().expect("synchronize");
+                }
+            });
+            results.insert(format!("kernel_put_{blocks}_{size}"), t);
+        }
+    }
+    inst.barrier_all()?;
+    let per_launch = 500;
+    let t = median_per_op(5, per_launch, || {
+        inst.launch(&stream, "barrier", 8, move |dev| {
+            for _ in 0..per_launch {
+                dev.barrier_all()?;
+            }
+            Ok(())
+        })
+        .expect("launch");
+        stream.synchronize().expect("synchronize");
+    });
+    results.insert("kernel_barrier_8".into(), t);
+    inst.barrier_all()?;
+    src.free()?;
+    dst.free()
+}
+
 /// The PE side: measures and prints `RESULT` lines on PE 0.
 fn pe_main(role: &str) -> Result<(), shmem::Error> {
     let inst = Instance::from_env()?;
+    if role == "kernel" {
+        let mut results = BTreeMap::new();
+        kernels(&inst, &mut results)?;
+        print_results(&inst, &results);
+        return inst.finalize();
+    }
     if role == "amo" || role == "coll" {
         let mut results = BTreeMap::new();
         if role == "amo" {
@@ -550,6 +626,40 @@ fn driver(args: &Args) -> Result<(), String> {
     print!("{}", t.render());
     println!("OSHMEM column: {osh_note}");
     atomics_and_collectives(args, lib.as_ref(), &osh_note, cpus)?;
+    if args.kernels {
+        let k = launch("kernel", 2)?;
+        let g = |key: &str| {
+            k.get(key)
+                .copied()
+                .ok_or_else(|| format!("missing result {key}"))
+        };
+        println!("\nkernels on simulated AI cores, 2 PEs (medians of 9 batches):");
+        println!(
+            "  launch + synchronise an empty 1-block kernel: {}",
+            us(g("kernel_launch")?)
+        );
+        println!(
+            "  barrier_all from 8 blocks of each PE:         {}",
+            us(g("kernel_barrier_8")?)
+        );
+        let mut t = Table::new(&[
+            "kernel put to a peer",
+            "1 block",
+            "8 blocks",
+            "16 blocks",
+            "48 blocks",
+            "memcpy",
+        ]);
+        for size in KERNEL_SIZES {
+            let mut row = vec![shmem_benches::stats::size(size)];
+            for blocks in KERNEL_BLOCKS {
+                row.push(gbps(size, g(&format!("kernel_put_{blocks}_{size}"))?));
+            }
+            row.push(gbps(size, limits::memcpy(size)));
+            t.row(row);
+        }
+        print!("{}", t.render());
+    }
     if args.multi_instance {
         let mi = launch("multi_instance", 4)?;
         let g = |k: &str| {
