@@ -1,13 +1,13 @@
-//! The Quick start demo (`cargo run --release -p shmem --example demo`) stays true: this test
-//! builds the demo with the same cargo and profile, runs it, and requires every instance
-//! verified, kernel allgathers included.
+//! The examples stay true: the Quick start demo (`cargo run --release -p shmem --example demo`)
+//! and the multi-instance kernel example are built with the same cargo and profile, run, and
+//! required to verify everything they check.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-/// `target/<profile>/examples/demo`, built now (cargo does not hold the build directory while
+/// `target/<profile>/examples/<name>`, built now (cargo does not hold the build directory while
 /// tests run), so the demo run is always the one of this source tree.
-fn demo() -> PathBuf {
+fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test knows its path");
     let dir = exe
         .parent()
@@ -22,7 +22,7 @@ fn demo() -> PathBuf {
             "-p",
             "shmem",
             "--example",
-            "demo",
+            name,
             "--profile",
             profile,
         ])
@@ -31,15 +31,15 @@ fn demo() -> PathBuf {
         .expect("cargo runs");
     assert!(
         out.status.success(),
-        "building the demo failed:\n{}",
+        "building the example {name} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    dir.join("examples/demo")
+    dir.join("examples").join(name)
 }
 
 #[test]
 fn the_quick_start_demo_verifies_every_instance() {
-    let out = Command::new(demo())
+    let out = Command::new(example("demo"))
         .env("SHMEM_TIMEOUT", "60")
         .output()
         .expect("the demo runs (cargo test builds the examples)");
@@ -58,4 +58,19 @@ fn the_quick_start_demo_verifies_every_instance() {
         5,
         "{text}"
     );
+}
+
+#[test]
+fn the_multi_instance_kernel_example_verifies_its_values() {
+    let out = Command::new(example("multi_instance_kernel"))
+        .env("SHMEM_TIMEOUT", "60")
+        .output()
+        .expect("the example runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("every value verified"), "{text}");
 }
