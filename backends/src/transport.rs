@@ -278,6 +278,13 @@ pub trait Transport: Send + Sync + Sized + 'static {
         let _ = pe;
         None
     }
+    /// Where kernels running in this process (simulated AI cores) load and store `pe`'s
+    /// segment: the host mapping where there is one, and for a heap of device memory, which
+    /// host code cannot touch, a mapping of the transport's own that only kernels are given.
+    /// `None` where kernels do not run in this process (an NPU runs them).
+    fn kernel_mapping(&self, pe: Pe) -> Option<NonNull<u8>> {
+        self.host_mapping(pe)
+    }
     /// The watchdog the transport was opened with, which its waits consult.
     fn watchdog(&self) -> &dyn Watchdog;
 

@@ -116,6 +116,14 @@ impl Fabric {
         on!(self, |t| t.host_mapping(pe))
     }
 
+    pub(crate) fn segment_size(&self) -> usize {
+        on!(self, |t| t.segment_size())
+    }
+
+    pub(crate) fn kernel_mapping(&self, pe: Pe) -> Option<NonNull<u8>> {
+        on!(self, |t| t.kernel_mapping(pe))
+    }
+
     pub(crate) fn new_queue(&self) -> Queue {
         on!(self, |t| Queue::Sim(t.new_queue()))
     }

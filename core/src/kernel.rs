@@ -47,6 +47,7 @@ pub struct Device<'a> {
 /// CANN's `non_contiguous_copy_param`: `repeat` rows of `length` elements, rows `src_ld` and
 /// `dst_ld` elements apart (the leading dimensions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct NonContiguousCopyParam {
     /// The rows.
     pub repeat: u32,
@@ -190,6 +191,38 @@ impl Device<'_> {
     /// This block's UB.
     pub fn ub(&mut self) -> &mut [u8] {
         self.core.ub()
+    }
+
+    /// The instance the block acts on (`None` in a multi-instance kernel before
+    /// `instance_ctx_set`).
+    pub fn instance(&self) -> Option<&Instance> {
+        self.inst.as_ref()
+    }
+
+    /// The kernel's name.
+    pub fn kernel(&self) -> &str {
+        self.core.kernel()
+    }
+
+    /// A scheduling point (see [`Core::yield_point`]).
+    pub fn yield_point(&self) {
+        self.core.yield_point();
+    }
+
+    /// Ends the launch for the other blocks: their `sync_all` and barriers fail (see
+    /// [`Core::fail_launch`]); for a block that records its failure and runs on.
+    pub fn fail_launch(&self) {
+        self.core.fail_launch();
+    }
+
+    /// Whether a block of the launch failed.
+    pub fn launch_failed(&self) -> bool {
+        self.core.launch_failed()
+    }
+
+    /// The MTE staging buffer (offset into the UB, size), as `aclshmemx_set_mte_config` left it.
+    pub fn mte_config(&self) -> (usize, usize) {
+        self.mte
     }
 
     /// Waits for every block of the launch on this PE (`SyncAll`).
@@ -807,6 +840,20 @@ pub fn launch_multi_instance(
     block_dim: u32,
     body: impl Fn(&mut MultiDevice<'_>) -> KernelResult + Send + Sync + 'static,
 ) -> Result<()> {
+    launch_starting_on(stream, name, block_dim, None, body)
+}
+
+/// Enqueues a launch whose blocks start acting on `start`, and may select others with
+/// [`MultiDevice::instance_ctx_set`]: a kernel built without `MULTI_INSTANCE` acts on instance 0
+/// (pass it), one built with it starts on none ([`launch_multi_instance`]). The C ABI's
+/// launches, which learn how the kernel was built from its launch line, come here.
+pub fn launch_starting_on(
+    stream: &Stream,
+    name: &str,
+    block_dim: u32,
+    start: Option<Instance>,
+    body: impl Fn(&mut MultiDevice<'_>) -> KernelResult + Send + Sync + 'static,
+) -> Result<()> {
     if block_dim == 0 {
         return Err(Error::InvalidValue(format!(
             "kernel {name}: a launch needs at least one block"
@@ -817,7 +864,7 @@ pub fn launch_multi_instance(
         Kernel::new(name, move |core| {
             let mut dev = MultiDevice(Device {
                 core,
-                inst: None,
+                inst: start.clone(),
                 mte: DEFAULT_MTE_UB,
             });
             body(&mut dev)

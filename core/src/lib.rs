@@ -35,6 +35,7 @@ pub(crate) mod heap;
 mod info;
 mod instance;
 mod kernel;
+mod kernel_addr;
 mod launch;
 mod lock;
 mod p2p;
@@ -64,7 +65,10 @@ pub use info::{
     pcontrol, pcontrol_level,
 };
 pub use instance::{IdState, Instance, ThreadLevel};
-pub use kernel::{Device, DeviceFloat, MultiDevice, NonContiguousCopyParam, launch_multi_instance};
+pub use kernel::{
+    Device, DeviceFloat, MultiDevice, NonContiguousCopyParam, launch_multi_instance,
+    launch_starting_on,
+};
 pub use lock::LockGuard;
 pub use rma::{DeviceRange, NbiScope};
 pub use settings::ApiProfile;

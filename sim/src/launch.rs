@@ -197,6 +197,22 @@ impl Core {
         }
     }
 
+    /// Marks the launch failed for the other blocks of the wave: their waits in
+    /// [`Core::sync_all`] end with an error. A block that records a failure and goes on running
+    /// (a kernel written in C, which cannot return early from a device call) calls this at once,
+    /// so that the blocks waiting for it are not left waiting.
+    pub fn fail_launch(&self) {
+        let w = &*self.wave;
+        w.failed.store(true, Ordering::Release);
+        let _g = w.sync.lock().unwrap_or_else(|p| p.into_inner());
+        w.released.notify_all();
+    }
+
+    /// Whether a block of this wave failed.
+    pub fn launch_failed(&self) -> bool {
+        self.wave.failed.load(Ordering::Acquire)
+    }
+
     /// Waits until every block of the launch has arrived (AscendC's `SyncAll`). Refused when
     /// the launch runs in waves (more blocks than the NPU has cores), since the blocks of later
     /// waves could never arrive; fails when another block of the launch failed.
@@ -278,7 +294,6 @@ fn run(kernel: &Kernel, block_dim: u32) -> Result<(), TransportError> {
                         wave: wave.clone(),
                     };
                     let body = kernel.body.clone();
-                    let wave = wave.clone();
                     std::thread::Builder::new()
                         .name(format!("{}#{block_idx}", kernel.name))
                         .stack_size(2 << 20)
@@ -297,9 +312,7 @@ fn run(kernel: &Kernel, block_dim: u32) -> Result<(), TransportError> {
                             });
                             if r.is_err() {
                                 // Release the blocks waiting for this one.
-                                wave.failed.store(true, Ordering::Release);
-                                let _g = wave.sync.lock().unwrap_or_else(|p| p.into_inner());
-                                wave.released.notify_all();
+                                core.fail_launch();
                             }
                             (block_idx, r)
                         })

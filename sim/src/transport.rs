@@ -627,6 +627,11 @@ impl Transport for SimTransport {
             .then(|| NonNull::new(self.slot(pe)).expect("a mapping is never null"))
     }
 
+    fn kernel_mapping(&self, pe: Pe) -> Option<NonNull<u8>> {
+        // The transport's own mapping of every segment, also of a device heap.
+        (pe < self.n_pes).then(|| NonNull::new(self.slot(pe)).expect("a mapping is never null"))
+    }
+
     fn watchdog(&self) -> &dyn Watchdog {
         &*self.shared.watchdog
     }

@@ -308,7 +308,12 @@ fn teams() -> MutexGuard<'static, BTreeMap<(u64, i32), shmem::Team>> {
 
 /// The active instance's team with handle `handle`.
 fn team(handle: i32) -> Result<shmem::Team> {
-    let inst = active()?;
+    team_of(&active()?, handle)
+}
+
+/// Instance `inst`'s team with handle `handle` (what a kernel block that acts on `inst` names
+/// by the handle).
+pub fn team_of(inst: &Instance, handle: i32) -> Result<shmem::Team> {
     if handle == TEAM_WORLD {
         return Ok(inst.team_world());
     }

@@ -6,6 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Kernel code (the AI-core pass on an NPU, the CPU-debug build on a host): CANN's shmem.h then
+ * gives the device API, whose names the host API shares. */
+#if defined(__CCE_AICORE__) || defined(__CCE_KT_TEST__)
+#define ACLSHMEM_KERNEL_TU 1
+#endif
+
 #define ACLSHMEM_MAX_PES 16384
 #define ACLSHMEM_MAX_TEAMS 2048
 #define ACLSHMEM_MAX_LOCAL_SIZE (40UL * 1024 * 1024 * 1024)

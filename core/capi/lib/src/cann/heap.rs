@@ -17,12 +17,18 @@ const HOST_SIDE: c_int = 0;
 /// `aclshmem_my_pe`: -1 before init.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_my_pe() -> c_int {
+    if super::kernel::on_core() {
+        return super::device::my_pe();
+    }
     cann::my_pe()
 }
 
 /// `aclshmem_n_pes`: -1 before init.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_n_pes() -> c_int {
+    if super::kernel::on_core() {
+        return super::device::n_pes();
+    }
     cann::n_pes()
 }
 

@@ -36,8 +36,10 @@ macro_rules! p2p_types {
 }
 
 mod acl;
+pub mod device;
 pub mod heap;
 pub mod init;
+pub mod kernel;
 pub mod log;
 pub mod p2p;
 pub mod rma;

@@ -62,6 +62,11 @@ pub(crate) fn synchronize_default() -> Result<()> {
     }
 }
 
+/// The default stream of `inst` (that of its host calls with no stream).
+pub(crate) fn default_stream_of(inst: &Instance) -> Result<Stream> {
+    Ok(default_stream(inst)?.stream.clone())
+}
+
 /// Completes and forgets instance `id`'s default stream (at its finalize).
 pub(crate) fn forget(id: u64) {
     if let Some(d) = defaults().remove(&id) {

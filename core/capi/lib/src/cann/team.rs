@@ -74,18 +74,27 @@ pub extern "C" fn aclshmem_team_translate_pe(
     src_pe: c_int,
     dest_team: aclshmem_team_t,
 ) -> c_int {
+    if super::kernel::on_core() {
+        return super::device::team_translate_pe(src_team, src_pe, dest_team);
+    }
     cann::team_translate_pe(src_team, src_pe, dest_team)
 }
 
 /// `aclshmem_team_my_pe`.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_team_my_pe(team: aclshmem_team_t) -> c_int {
+    if super::kernel::on_core() {
+        return super::device::team_query("aclshmem_team_my_pe", team, |t| t.my_pe() as c_int);
+    }
     cann::team_my_pe(team)
 }
 
 /// `aclshmem_team_n_pes`.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_team_n_pes(team: aclshmem_team_t) -> c_int {
+    if super::kernel::on_core() {
+        return super::device::team_query("aclshmem_team_n_pes", team, |t| t.n_pes() as c_int);
+    }
     cann::team_n_pes(team)
 }
 

@@ -10,8 +10,10 @@
 extern "C" {
 #endif
 
+#ifndef ACLSHMEM_KERNEL_TU /* kernel code has the device forms (device/) */
 ACLSHMEM_HOST_API void aclshmem_barrier(aclshmem_team_t team);
 ACLSHMEM_HOST_API void aclshmem_barrier_all(void);
+#endif /* !ACLSHMEM_KERNEL_TU */
 ACLSHMEM_HOST_API void aclshmemx_barrier_on_stream(aclshmem_team_t team, aclrtStream stream);
 ACLSHMEM_HOST_API void aclshmemx_barrier_all_on_stream(aclrtStream stream);
 ACLSHMEM_HOST_API void aclshmem_sync(aclshmem_team_t team);

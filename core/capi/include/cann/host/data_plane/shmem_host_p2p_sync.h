@@ -28,6 +28,7 @@ ACLSHMEM_HOST_API uint64_t util_get_ffts_config(void);
 ACLSHMEM_HOST_API void aclshmemx_handle_wait(struct aclshmem_handle_t handle, aclrtStream stream);
 ACLSHMEM_HOST_API void aclshmemx_signal_wait_until_on_stream(int32_t *sig_addr, int cmp, int32_t cmp_val,
                                                              aclrtStream stream);
+#ifndef ACLSHMEM_KERNEL_TU /* kernel code has the device forms (device/) */
 ACLSHMEM_HOST_API void aclshmem_signal_wait_until(int32_t *sig_addr, int cmp, int32_t cmp_val);
 
 #define ACLSHMEM_P2P_DECLS(NAME, TYPE)                                                                            \
@@ -61,6 +62,7 @@ ACLSHMEM_HOST_API void aclshmem_signal_wait_until(int32_t *sig_addr, int cmp, in
                                                               size_t *res_out)
 ACLSHMEM_P2P_SYNC_TYPE_FUNC(ACLSHMEM_P2P_DECLS);
 #undef ACLSHMEM_P2P_DECLS
+#endif /* !ACLSHMEM_KERNEL_TU */
 
 #ifdef __cplusplus
 }

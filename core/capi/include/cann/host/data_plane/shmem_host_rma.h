@@ -9,6 +9,7 @@
 #include "host/shmem_host_def.h"
 
 /* CANN's 11 host RMA types: NAME, TYPE. */
+#ifndef ACLSHMEM_KERNEL_TU /* kernel code has the device forms (device/) */
 #define ACLSHMEM_TYPE_FUNC(FUNC) \
     FUNC(float, float);          \
     FUNC(double, double);        \
@@ -21,11 +22,13 @@
     FUNC(uint32, uint32_t);      \
     FUNC(uint64, uint64_t);      \
     FUNC(char, char)
+#endif /* !ACLSHMEM_KERNEL_TU */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+#ifndef ACLSHMEM_KERNEL_TU /* kernel code has the device forms (device/) */
 #define ACLSHMEM_TYPE_PUT(NAME, TYPE) ACLSHMEM_HOST_API void aclshmem_##NAME##_put(TYPE *dest, TYPE *source, size_t nelems, int pe)
 ACLSHMEM_TYPE_FUNC(ACLSHMEM_TYPE_PUT);
 #undef ACLSHMEM_TYPE_PUT
@@ -59,9 +62,11 @@ ACLSHMEM_HOST_API void aclshmem_putmem(void *dst, void *src, size_t elem_size, i
 ACLSHMEM_HOST_API void aclshmem_getmem(void *dst, void *src, size_t elem_size, int32_t pe);
 ACLSHMEM_HOST_API void aclshmem_putmem_nbi(void *dst, void *src, size_t elem_size, int32_t pe);
 ACLSHMEM_HOST_API void aclshmem_getmem_nbi(void *dst, void *src, size_t elem_size, int32_t pe);
+#endif /* !ACLSHMEM_KERNEL_TU */
 ACLSHMEM_HOST_API void aclshmemx_getmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe, aclrtStream stream);
 ACLSHMEM_HOST_API void aclshmemx_putmem_on_stream(void *dst, void *src, size_t elem_size, int32_t pe, aclrtStream stream);
 ACLSHMEM_HOST_API void aclshmemx_quiet_on_stream(aclrtStream stream);
+#ifndef ACLSHMEM_KERNEL_TU /* kernel code has the device forms (device/) */
 ACLSHMEM_HOST_API void *aclshmem_ptr(void *ptr, int pe);
 
 /* The sized forms: elem_size elements of BITS bits (8, 16, 32, 64, 128). */
@@ -88,9 +93,12 @@ ACLSHMEM_SIZE_FUNC(ACLSHMEM_IPUT_SIZE);
     ACLSHMEM_HOST_API void aclshmem_iget##BITS(void *dest, void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)
 ACLSHMEM_SIZE_FUNC(ACLSHMEM_IGET_SIZE);
 #undef ACLSHMEM_IGET_SIZE
+#endif /* !ACLSHMEM_KERNEL_TU */
 
 /* The engines' UB staging configurations (accepted; the simulator stages nothing). */
+#ifndef ACLSHMEM_KERNEL_TU /* kernel code has the device forms (device/) */
 ACLSHMEM_HOST_API int aclshmemx_set_mte_config(uint64_t offset, uint32_t ub_size, uint32_t sync_id);
+#endif /* !ACLSHMEM_KERNEL_TU */
 ACLSHMEM_HOST_API int aclshmemx_set_sdma_config(uint64_t offset, uint32_t ub_size, uint32_t sync_id);
 ACLSHMEM_HOST_API int aclshmemx_set_rdma_config(uint64_t offset, uint32_t ub_size, uint32_t sync_id);
 ACLSHMEM_HOST_API int aclshmemx_set_udma_config(uint64_t offset, uint32_t ub_size, uint32_t sync_id);

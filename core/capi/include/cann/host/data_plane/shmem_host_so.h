@@ -14,6 +14,7 @@
 extern "C" {
 #endif
 
+#ifndef ACLSHMEM_KERNEL_TU /* kernel code has the device forms (device/) */
 #define ACLSHMEM_TYPE_PUT_SIGNAL(NAME, TYPE)                                                          \
     ACLSHMEM_HOST_API void aclshmem_##NAME##_put_signal(TYPE *dst, TYPE *src, size_t elem_size, \
                                                         uint8_t *sig_addr, int32_t signal, int sig_op, int pe)
@@ -34,6 +35,7 @@ ACLSHMEM_SIZE_FUNC(ACLSHMEM_PUT_SIZE_SIGNAL);
                                                            int32_t *sig_addr, int32_t signal, int sig_op, int pe)
 ACLSHMEM_SIZE_FUNC(ACLSHMEM_PUT_SIZE_SIGNAL_NBI);
 #undef ACLSHMEM_PUT_SIZE_SIGNAL_NBI
+#endif /* !ACLSHMEM_KERNEL_TU */
 
 ACLSHMEM_HOST_API void aclshmemx_putmem_signal_nbi(void *dst, void *src, size_t elem_size, void *sig_addr, int32_t signal,
                                                    int sig_op, int pe);

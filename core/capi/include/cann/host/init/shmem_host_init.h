@@ -23,8 +23,10 @@ ACLSHMEM_HOST_API int32_t aclshmemx_set_config_store_tls_key(const char *tls_pk,
                                                              const aclshmem_decrypt_handler decrypt_handler);
 ACLSHMEM_HOST_API void aclshmem_global_exit(int status);
 ACLSHMEM_HOST_API int32_t aclshmemx_set_conf_store_tls(bool enable, const char *tls_info, const uint32_t tls_info_len);
+#ifndef ACLSHMEM_KERNEL_TU /* kernel code has the device forms (device/) */
 ACLSHMEM_HOST_API aclshmem_instance_ctx *aclshmemx_instance_ctx_get(void);
 ACLSHMEM_HOST_API int aclshmemx_instance_ctx_set(uint64_t instance_id);
+#endif /* !ACLSHMEM_KERNEL_TU */
 
 
 /* CANN's shmem_* aliases of these calls (macros, not symbols). */
