@@ -352,6 +352,66 @@ static void check_teams(int me, int n)
     std::printf("PE %d: team queries and team barriers in kernels ok\n", me);
 }
 
+// ---- CANN's instance state at its device address, read by hand -----------------------------
+constexpr uint64_t STATE_ADDR = 0x17FFBE010000ULL; // + (instance << 1) * 64 KiB
+
+extern "C" __global__ __aicore__ void by_hand(GM_ADDR sym)
+{
+    __gm__ uint8_t *st = reinterpret_cast<__gm__ uint8_t *>(STATE_ADDR + (0ULL << 1) * 65536);
+    const int32_t mype = *reinterpret_cast<__gm__ int32_t *>(st + 4);
+    const int32_t npes = *reinterpret_cast<__gm__ int32_t *>(st + 8);
+    __gm__ uint8_t *heap_base = *reinterpret_cast<__gm__ uint8_t *__gm__ *>(st + 16);
+    __gm__ uint8_t *__gm__ *p2p = *reinterpret_cast<__gm__ uint8_t *__gm__ *__gm__ *>(st + 32);
+    __gm__ int32_t *w = reinterpret_cast<__gm__ int32_t *>(sym);
+    w[0] = *reinterpret_cast<__gm__ int32_t *>(st);                   // version
+    w[1] = mype;
+    w[2] = npes;
+    w[3] = st[80 + (mype + 1) % npes];                                 // topo_list: MTE
+    w[4] = (int32_t)(*reinterpret_cast<__gm__ uint64_t *>(st + 16464) >> 20); // heap_size in MiB
+    w[5] = *reinterpret_cast<__gm__ int32_t *>(st + 32896 + 8);        // mte_config.ub_size
+    // What CANN's aclshmem_ptr computes: the next PE's copy of w[8], stored by hand.
+    const uint64_t off = reinterpret_cast<__gm__ uint8_t *>(w + 8) - heap_base;
+    __gm__ int32_t *theirs = reinterpret_cast<__gm__ int32_t *>(p2p[(mype + 1) % npes] + off);
+    *theirs = 500 + mype;
+    AscendC::DataCacheCleanAndInvalid<int32_t, AscendC::CacheLine::SINGLE_CACHE_LINE,
+                                      AscendC::DcciDst::CACHELINE_OUT>(AscendC::GlobalTensor<int32_t>());
+    aclshmem_barrier_all();
+}
+
+// A 20 KiB put staged through whatever MTE configuration the instance has.
+extern "C" __global__ __aicore__ void staged(GM_ADDR sym)
+{
+    __gm__ uint8_t *b = sym;
+    aclshmem_putmem(b + 32768, b, 20480, (aclshmem_my_pe() + 1) % aclshmem_n_pes());
+    aclshmem_barrier_all();
+}
+
+static void check_state(int me, int n)
+{
+    uint8_t *sym = static_cast<uint8_t *>(aclshmem_calloc(65536, 1));
+    EQ(ICPU_RUN_KF(by_hand, 1, sym), 0);
+    int32_t h[16];
+    aclrtMemcpy(h, sizeof h, sym, sizeof h, ACL_MEMCPY_DEVICE_TO_HOST);
+    CHECK(h[0] == (1 << 16) + 32992 && h[1] == me && h[2] == n && h[3] == 1 && h[4] >= 32 && h[5] == 16384,
+          "state by hand: version %d, PE %d of %d, topo %d, heap %d MiB, MTE ub %d", h[0], h[1], h[2], h[3], h[4],
+          h[5]);
+    CHECK(h[8] == 500 + (me + n - 1) % n, "a store through p2p_device_heap_base: %d", h[8]);
+    // The host's MTE configuration reaches kernels, and the device state shows it.
+    aclshmemx_set_mte_config(64 * 1024, 4096, 1); // the device form in this file; off a core, the host call
+    EQ(ICPU_RUN_KF(by_hand, 1, sym), 0);
+    aclrtMemcpy(h, sizeof h, sym, sizeof h, ACL_MEMCPY_DEVICE_TO_HOST);
+    CHECK(h[5] == 4096, "mte_config.ub_size after the host set it: %d", h[5]);
+    EQ(ICPU_RUN_KF(staged, 1, sym), 0);
+    // One that does not fit the UB fails the next kernel's transfer, naming the call.
+    aclshmemx_set_mte_config(190 * 1024, 16384, 0); // the device form in this file; off a core, the host call
+    CHECK(ICPU_RUN_KF(staged, 1, sym) != 0, "an MTE buffer past the end of the UB");
+    aclshmemx_set_mte_config(0, 16384, 0); // the device form in this file; off a core, the host call
+    EQ(ICPU_RUN_KF(staged, 1, sym), 0);
+    aclshmem_barrier_all();
+    aclshmem_free(sym);
+    if (failures == 0) std::printf("PE %d: instance state at its device address and the MTE configuration ok\n", me);
+}
+
 // ---- Faithful limits: each violation ends the launch with an error naming it -----------------
 extern "C" __global__ __aicore__ void too_many_for_sync(GM_ADDR) { AscendC::SyncAll(); }
 extern "C" __global__ __aicore__ void bad_pe(GM_ADDR sym) { aclshmem_int32_p(reinterpret_cast<__gm__ int32_t *>(sym), 1, 99); }
@@ -426,6 +486,7 @@ int main()
     if (want("pointer")) check_pointer(pe, n);
     if (want("teams")) check_teams(pe, n);
     if (want("limits")) check_limits(pe);
+    if (want("state")) check_state(pe, n);
     aclshmem_finalize();
     aclrtResetDevice(pe % 8);
     aclFinalize();

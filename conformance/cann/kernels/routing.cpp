@@ -27,6 +27,17 @@ extern "C" __global__ __aicore__ void switching(GM_ADDR out)
     }
 }
 
+// Instance 2's state at CANN's device address, read by hand: its own numbering.
+extern "C" __global__ __aicore__ void state_of_2(GM_ADDR out)
+{
+    aclshmemx_instance_ctx_set(2);
+    __gm__ int32_t *st = reinterpret_cast<__gm__ int32_t *>(0x17FFBE010000ULL + (2ULL << 1) * 65536);
+    __gm__ int32_t *o = reinterpret_cast<__gm__ int32_t *>(out);
+    o[0] = st[1]; // mype
+    o[1] = st[2]; // npes
+    o[2] = aclshmem_my_pe();
+}
+
 // A SHMEM call before any instance is selected.
 extern "C" __global__ __aicore__ void unselected(GM_ADDR) { (void)aclshmem_my_pe(); aclshmem_barrier_all(); }
 // An instance this PE never initialised.
@@ -60,6 +71,10 @@ int main()
             CHECK(o[0] == id && o[1] == (id == 1 ? pe : n - 1 - pe) && o[2] == n,
                   "block %d step %d: instance %d, PE %d of %d", b, k, o[0], o[1], o[2]);
         }
+    EQ(ICPU_RUN_KF(state_of_2, 1, static_cast<uint8_t *>(out)), 0);
+    aclrtMemcpy(h, sizeof h, out, sizeof h, ACL_MEMCPY_DEVICE_TO_HOST);
+    CHECK(h[0] == n - 1 - pe && h[1] == n && h[2] == n - 1 - pe, "instance 2's state by hand: PE %d of %d (%d)", h[0],
+          h[1], h[2]);
     CHECK(ICPU_RUN_KF(unselected, 2, static_cast<uint8_t *>(out)) != 0, "a call before instance_ctx_set fails");
     CHECK(ICPU_RUN_KF(unknown, 1, static_cast<uint8_t *>(out)) != 0, "an instance not initialised here fails");
     // The host side of this file: the host calls.

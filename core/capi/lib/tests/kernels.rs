@@ -138,6 +138,8 @@ fn cpp_kernel_cases_cover_the_device_api_on_1_2_and_4_pes() {
             n as usize,
             "{n} PEs:\n{t}"
         );
+        let state = "instance state at its device address and the MTE configuration ok";
+        assert_eq!(t.matches(state).count(), n as usize, "{t}");
         for blocks in [1, 8, 48] {
             let line = format!("barrier_all across {blocks} blocks of {n} PEs ok");
             assert_eq!(t.matches(&line).count(), n as usize, "{line}:\n{t}");
@@ -150,6 +152,7 @@ fn cpp_kernel_cases_cover_the_device_api_on_1_2_and_4_pes() {
             "kernel bad_ub, block 0: aclshmemx_mte_put_nbi: 8192 bytes at UB offset 194560 do not fit",
             "kernel bad_event, block 0: aclshmemx_mte_put_nbi: sync_id 9 is not an event id",
             "kernel bad_copy, block 0: DataCopy: DataCopy moves whole 32-byte blocks",
+            "kernel staged, block 0: aclshmemx_set_mte_config: 16384 bytes at UB offset 194560 do not fit",
         ] {
             assert_eq!(t.matches(want).count(), n as usize, "{want}:\n{t}");
         }

@@ -813,6 +813,9 @@ pub extern "C" fn aclsimd_set_mte_config(offset: u64, ub_size: u32, sync_id: u32
             ));
         }
         dev.set_mte_config(offset as usize, ub_size as usize)?;
+        // The instance's state, which later blocks and launches read, as on CANN.
+        let id = instance(dev, call)?.id();
+        super::device_state::set_mte_config(id, offset, ub_size, sync_id);
         Ok(0)
     })
 }

@@ -146,7 +146,7 @@ pub unsafe extern "C" fn aclshmemx_init_attr(
         }
         // SAFETY: valid for reads per the contract.
         let attrs = unsafe { rust_attributes(bootstrap_flags, &*attributes) }?;
-        cann::init_attr(bootstrap_flags, &attrs).map(drop)
+        cann::init_attr(bootstrap_flags, &attrs).map(|inst| super::device_state::publish(&inst))
     })
 }
 
@@ -154,6 +154,7 @@ pub unsafe extern "C" fn aclshmemx_init_attr(
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_finalize() -> c_int {
     super::rma::forget(cann::instance_ctx_get());
+    super::device_state::withdraw(cann::instance_ctx_get());
     code("aclshmem_finalize", cann::finalize)
 }
 
@@ -162,7 +163,9 @@ pub extern "C" fn aclshmem_finalize() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmemx_finalize(instance_id: u64) -> c_int {
     code("aclshmemx_finalize", || {
-        cann::finalize_instance(instance_id)
+        cann::finalize_instance(instance_id)?;
+        super::device_state::withdraw(instance_id);
+        Ok(())
     })
 }
 

@@ -107,9 +107,20 @@ impl Drop for Body {
     }
 }
 
+/// Gives the block the MTE configuration of the instance it acts on (the host's or a kernel's
+/// `aclshmemx_set_mte_config`), as CANN's device calls read it from the instance's state.
+pub(crate) fn load_mte_config(dev: &mut MultiDevice<'_>) -> KernelResult {
+    let Some(id) = dev.instance().map(Instance::id) else {
+        return Ok(());
+    };
+    let (offset, size) = super::device_state::mte_config(id);
+    dev.set_mte_config(offset as usize, size as usize)
+}
+
 /// Runs the body on this thread as block `dev`.
 fn run_block(dev: &mut MultiDevice<'_>, body: &Body) -> KernelResult {
     set_ub_segment(dev.ub().as_mut_ptr());
+    load_mte_config(dev)?;
     let mut block = Block {
         // SAFETY (lifetime): the pointer is used only while `dev` is borrowed here.
         dev: (dev as *mut MultiDevice<'_>).cast(),

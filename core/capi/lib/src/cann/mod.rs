@@ -37,6 +37,7 @@ macro_rules! p2p_types {
 
 mod acl;
 pub mod device;
+mod device_state;
 pub mod heap;
 pub mod init;
 pub mod kernel;

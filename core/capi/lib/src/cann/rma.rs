@@ -543,11 +543,17 @@ fn engine_config(name: &str, ub_size: u32, min: u32) -> c_int {
     })
 }
 
-/// `aclshmemx_set_mte_config`.
+/// `aclshmemx_set_mte_config`: the UB buffer through which the active instance's kernels
+/// stage their transfers (kernels launched later read it, as CANN's read the device state).
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmemx_set_mte_config(offset: u64, ub_size: u32, sync_id: u32) -> c_int {
-    let _ = (offset, sync_id);
-    engine_config("aclshmemx_set_mte_config", ub_size, 0)
+    let rc = engine_config("aclshmemx_set_mte_config", ub_size, 0);
+    if rc == 0
+        && let Ok(inst) = cann::active()
+    {
+        super::device_state::set_mte_config(inst.id(), offset, ub_size, sync_id);
+    }
+    rc
 }
 
 /// `aclshmemx_set_sdma_config`.
