@@ -405,8 +405,16 @@ static void check_state(int me, int n)
     // One that does not fit the UB fails the next kernel's transfer, naming the call.
     aclshmemx_set_mte_config(190 * 1024, 16384, 0); // the device form in this file; off a core, the host call
     CHECK(ICPU_RUN_KF(staged, 1, sym) != 0, "an MTE buffer past the end of the UB");
+    // The _on_stream host calls are 1-block kernels too: this one stages through the same buffer.
+    aclrtStream st = nullptr;
+    aclrtCreateStream(&st);
+    aclshmemx_putmem_on_stream(sym + 32768, sym, 64, (me + 1) % n, st);
+    CHECK(aclrtSynchronizeStream(st) != ACL_SUCCESS, "putmem_on_stream's kernel stages through the MTE buffer");
     aclshmemx_set_mte_config(0, 16384, 0); // the device form in this file; off a core, the host call
     EQ(ICPU_RUN_KF(staged, 1, sym), 0);
+    aclshmemx_putmem_on_stream(sym + 32768, sym, 64, (me + 1) % n, st);
+    EQ(aclrtSynchronizeStream(st), ACL_SUCCESS);
+    aclrtDestroyStream(st);
     aclshmem_barrier_all();
     aclshmem_free(sym);
     if (failures == 0) std::printf("PE %d: instance state at its device address and the MTE configuration ok\n", me);

@@ -281,10 +281,48 @@ pub unsafe extern "C" fn aclsimd_copy(
         }
         return;
     }
-    with_block(&call.clone(), (), |dev| {
-        let inst = instance(dev, &call)?.clone();
-        let pe = target_pe(&inst, &call, pe)?;
-        let len = usize::try_from(bytes).map_err(|_| err(&call, "the size overflows"))?;
+    let buf = (ub_off >= 0).then_some((ub_off as usize, ub_size as usize, sync_id));
+    let len = usize::try_from(bytes).unwrap_or(usize::MAX);
+    // SAFETY: forwarded.
+    unsafe { copy_with(&call, get, dst, src, len, pe, buf) };
+}
+
+/// `len` bytes from this PE's `src` to PE `pe`'s `dst` (`get == 0`) or back, on the block this
+/// thread runs, through the MTE configuration's staging buffer (an `_on_stream` call's kernel).
+///
+/// # Safety
+///
+/// As for [`aclsimd_copy`].
+pub(crate) unsafe fn copy(
+    call: &str,
+    get: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded.
+    unsafe { copy_with(call, get, dst, src, len, pe, None) };
+}
+
+/// [`aclsimd_copy`] on the block, through `buf` (UB offset, size, event) or the MTE
+/// configuration's buffer.
+///
+/// # Safety
+///
+/// As for [`aclsimd_copy`].
+unsafe fn copy_with(
+    call: &str,
+    get: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    len: usize,
+    pe: c_int,
+    buf: Option<(usize, usize, u32)>,
+) {
+    with_block(call, (), |dev| {
+        let inst = instance(dev, call)?.clone();
+        let pe = target_pe(&inst, call, pe)?;
         if len == 0 {
             return Ok(());
         }
@@ -292,24 +330,23 @@ pub unsafe extern "C" fn aclsimd_copy(
             0 => (dst.cast_const(), src),
             _ => (src, dst.cast_const()),
         };
-        let far = remote(&inst, &call, far)?;
-        let buf = (ub_off >= 0).then_some((ub_off as usize, ub_size as usize));
-        match (local(&inst, &call, near)?, get) {
+        let far = remote(&inst, call, far)?;
+        match (local(&inst, call, near)?, get) {
             (Gm::Ub(off), 0) => dev.put_from_ub::<u8>(far, off, len, pe),
             (Gm::Ub(off), _) => dev.get_to_ub::<u8>(off, far, len, pe),
             (Gm::Symmetric(p), 0) => match buf {
-                Some((b, n)) => dev.mte_put_nbi::<u8>(far, p, b, n, len, pe, sync_id),
+                Some((b, n, sync_id)) => dev.mte_put_nbi::<u8>(far, p, b, n, len, pe, sync_id),
                 None => dev.putmem(far, p, len, pe),
             },
             (Gm::Symmetric(p), _) => match buf {
-                Some((b, n)) => dev.mte_get_nbi::<u8>(p, far, b, n, len, pe, sync_id),
+                Some((b, n, sync_id)) => dev.mte_get_nbi::<u8>(p, far, b, n, len, pe, sync_id),
                 None => dev.getmem(p, far, len, pe),
             },
             (Gm::Plain(p), g) => {
-                let (b, n) = buf.unwrap_or_else(|| dev.mte_config());
+                let (b, n) = buf.map_or_else(|| dev.mte_config(), |(b, n, _)| (b, n));
                 if b.checked_add(n).is_none_or(|e| e > UB_SIZE) || n == 0 {
                     return Err(err(
-                        &call,
+                        call,
                         format!("the UB buffer ({n} bytes at {b}) is outside the UB"),
                     ));
                 }
@@ -317,7 +354,7 @@ pub unsafe extern "C" fn aclsimd_copy(
                 while done < len {
                     let k = n.min(len - done);
                     if g == 0 {
-                        // SAFETY: plain device memory valid for `bytes` (the contract).
+                        // SAFETY: plain device memory valid for `len` bytes (the contract).
                         let from = unsafe { std::slice::from_raw_parts(p.add(done), k) };
                         dev.ub()[b..b + k].copy_from_slice(from);
                         dev.put_from_ub::<u8>(far.wrapping_add(done), b, k, pe)?;
@@ -540,17 +577,30 @@ pub unsafe extern "C" fn aclsimd_test(
     seen: *mut u64,
 ) -> c_int {
     // SAFETY: the contract.
-    let call = unsafe { name(call) };
-    with_block(&call.clone(), 0, |dev| {
+    let (call, seen) = unsafe { (name(call), seen.as_mut()) };
+    test_word(&call, ivar, kind, width, cmp, value, seen)
+}
+
+/// [`aclsimd_test`] on the block.
+fn test_word(
+    call: &str,
+    ivar: *const c_void,
+    kind: c_int,
+    width: u32,
+    cmp: c_int,
+    value: u64,
+    seen: Option<&mut u64>,
+) -> c_int {
+    with_block(call, 0, |dev| {
         dev.yield_point();
-        let inst = instance(dev, &call)?;
-        let cmp = cmp_of(&call, cmp)?;
+        let inst = instance(dev, call)?;
+        let cmp = cmp_of(call, cmp)?;
         let at = inst
             .kernel_addr(ivar.cast())
             .filter(|p| (*p as usize).is_multiple_of(width.max(1) as usize))
             .ok_or_else(|| {
                 err(
-                    &call,
+                    call,
                     format!(
                         "{ivar:p} is not an aligned word of the symmetric heap of instance {}",
                         inst.id()
@@ -565,12 +615,11 @@ pub unsafe extern "C" fn aclsimd_test(
                 2 => u64::from(AtomicU16::from_ptr(at.cast()).load(Ordering::Acquire)),
                 4 => u64::from(AtomicU32::from_ptr(at.cast()).load(Ordering::Acquire)),
                 8 => AtomicU64::from_ptr(at.cast()).load(Ordering::Acquire),
-                w => return Err(err(&call, format!("no word of {w} bytes"))),
+                w => return Err(err(call, format!("no word of {w} bytes"))),
             }
         };
-        if !seen.is_null() {
-            // SAFETY: the contract.
-            unsafe { seen.write(bits) };
+        if let Some(seen) = seen {
+            *seen = bits;
         }
         let hit = match (kind, width) {
             (SIGNED, w) => compare(cmp, sign_extend(bits, w), sign_extend(value, w)),
@@ -591,10 +640,21 @@ pub unsafe extern "C" fn aclsimd_test(
                 bf16::from_bits(bits as u16),
                 bf16::from_bits(value as u16),
             ),
-            (k, w) => return Err(err(&call, format!("no element kind {k} of {w} bytes"))),
+            (k, w) => return Err(err(call, format!("no element kind {k} of {w} bytes"))),
         };
         Ok(c_int::from(hit))
     })
+}
+
+/// Waits on the block until the `int32_t` word at `sig` compares `cmp` to `value` (the kernel
+/// of `aclshmemx_signal_wait_until_on_stream`).
+pub(crate) fn wait_until(call: &str, sig: *const c_void, cmp: c_int, value: i32) {
+    let mut state = 0;
+    while test_word(call, sig, SIGNED, 4, cmp, u64::from(value as u32), None) == 0 {
+        if backoff(call, &mut state) == 0 {
+            return;
+        }
+    }
 }
 
 /// `SHMEM_TIMEOUT`, the seconds a wait may last, if set.
@@ -621,6 +681,11 @@ fn timeout() -> Option<Duration> {
 pub unsafe extern "C" fn aclsimd_backoff(call: *const c_char, state: *mut u64) -> c_int {
     // SAFETY: the contract.
     let (call, st) = unsafe { (name(call), &mut *state) };
+    backoff(&call, st)
+}
+
+/// [`aclsimd_backoff`] on the block.
+fn backoff(call: &str, st: &mut u64) -> c_int {
     static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     let epoch = *EPOCH.get_or_init(Instant::now);
     let now = epoch.elapsed().as_micros() as u64 + 1;
@@ -631,7 +696,7 @@ pub unsafe extern "C" fn aclsimd_backoff(call: *const c_char, state: *mut u64) -
     let rounds = *st & 0xffff;
     let started = Duration::from_micros(*st >> 16);
     *st = (*st & !0xffff) | (rounds + 1).min(0xffff);
-    with_block(&call.clone(), 0, |dev| {
+    with_block(call, 0, |dev| {
         if dev.launch_failed() {
             return Ok(0);
         }
@@ -639,7 +704,7 @@ pub unsafe extern "C" fn aclsimd_backoff(call: *const c_char, state: *mut u64) -
             && Duration::from_micros(now).saturating_sub(started) > t
         {
             return Err(err(
-                &call,
+                call,
                 format!("the wait outlasted SHMEM_TIMEOUT ({} s)", t.as_secs_f64()),
             ));
         }

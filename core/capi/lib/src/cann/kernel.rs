@@ -98,6 +98,13 @@ unsafe impl Send for Body {}
 // SAFETY: as above.
 unsafe impl Sync for Body {}
 
+impl Body {
+    fn call(&self) {
+        // SAFETY: the body and its arguments come from `tikicpulib.h`'s launch.
+        unsafe { (self.run)(self.args) }
+    }
+}
+
 impl Drop for Body {
     fn drop(&mut self) {
         if let Some(release) = self.release {
@@ -117,8 +124,8 @@ pub(crate) fn load_mte_config(dev: &mut MultiDevice<'_>) -> KernelResult {
     dev.set_mte_config(offset as usize, size as usize)
 }
 
-/// Runs the body on this thread as block `dev`.
-fn run_block(dev: &mut MultiDevice<'_>, body: &Body) -> KernelResult {
+/// Runs `body` on this thread as block `dev`: the device calls it makes act on the block.
+pub(crate) fn run_rust_block(dev: &mut MultiDevice<'_>, body: &dyn Fn()) -> KernelResult {
     set_ub_segment(dev.ub().as_mut_ptr());
     load_mte_config(dev)?;
     let mut block = Block {
@@ -127,8 +134,7 @@ fn run_block(dev: &mut MultiDevice<'_>, body: &Body) -> KernelResult {
         error: None,
     };
     BLOCK.with(|b| b.set(&mut block));
-    // SAFETY: the body and its arguments come from `tikicpulib.h`'s launch.
-    unsafe { (body.run)(body.args) };
+    body();
     BLOCK.with(|b| b.set(std::ptr::null_mut()));
     block.error.map_or(Ok(()), Err)
 }
@@ -139,7 +145,7 @@ fn run_block(dev: &mut MultiDevice<'_>, body: &Body) -> KernelResult {
 /// # Safety
 ///
 /// `stream` is NULL or a live `aclrtStream` of the ACL runtime stand-in.
-unsafe fn stream_of(stream: *mut c_void) -> Stream {
+pub(crate) unsafe fn kernel_stream(stream: *mut c_void) -> Stream {
     if !stream.is_null() {
         // SAFETY: a live `aclrtStream` is a pointer from `shmem_sim::Stream::into_raw`.
         return Stream::Sim(unsafe { shmem_sim::Stream::from_raw(stream) });
@@ -186,13 +192,13 @@ pub unsafe extern "C" fn aclsimKernelLaunch(
     };
     super::code("kernel launch", || {
         // SAFETY: forwarded.
-        let s = unsafe { stream_of(stream) };
+        let s = unsafe { kernel_stream(stream) };
         let start = match multi_instance {
             0 => Instance::by_id(0),
             _ => None,
         };
         shmem_core::launch_starting_on(&s, &name, block_dim, start, move |dev| {
-            run_block(dev, &body)
+            run_rust_block(dev, &|| body.call())
         })?;
         if wait != 0 {
             s.synchronize()?;

@@ -42,6 +42,7 @@ pub mod heap;
 pub mod init;
 pub mod kernel;
 pub mod log;
+pub mod on_stream;
 pub mod p2p;
 pub mod rma;
 pub mod signal;

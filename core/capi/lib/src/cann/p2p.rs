@@ -327,36 +327,6 @@ pub extern "C" fn aclshmem_signal_wait_until(sig_addr: *mut i32, cmp: c_int, cmp
     int32::wait_until(sig_addr, cmp, cmp_val);
 }
 
-/// `aclshmemx_signal_wait_until_on_stream`: the wait, enqueued on `stream` (NULL: the default
-/// stream); the host does not wait.
-///
-/// # Safety
-///
-/// `stream` is NULL or a live `aclrtStream`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn aclshmemx_signal_wait_until_on_stream(
-    sig_addr: *mut i32,
-    cmp: c_int,
-    cmp_val: i32,
-    stream: *mut c_void,
-) {
-    // SAFETY: forwarded.
-    unsafe {
-        run(
-            "aclshmemx_signal_wait_until_on_stream",
-            std::ptr::null_mut::<()>(),
-            (),
-            |i| {
-                let c = comparison(cmp)?;
-                let ctx = super::rma::context_for(i, stream)?;
-                ctx.as_ref()
-                    .elem_at(sig_addr.cast_const())?
-                    .signal_wait_until_on_stream(c, cmp_val)
-            },
-        )
-    }
-}
-
 /// `util_get_ffts_config`: 0, as on CANN builds without the FFTS configuration (the simulated
 /// cores need none).
 #[unsafe(no_mangle)]

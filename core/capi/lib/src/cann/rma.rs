@@ -408,66 +408,6 @@ pub unsafe extern "C" fn aclshmem_getmem_nbi(
     }
 }
 
-/// `aclshmemx_putmem_on_stream`: on `stream` (NULL: the default stream).
-///
-/// # Safety
-///
-/// `stream` is NULL or a live `aclrtStream`; both addresses are symmetric.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn aclshmemx_putmem_on_stream(
-    dst: *mut c_void,
-    src: *mut c_void,
-    elem_size: usize,
-    pe: i32,
-    stream: *mut c_void,
-) {
-    // SAFETY: forwarded.
-    unsafe {
-        put(
-            "aclshmemx_putmem_on_stream",
-            dst,
-            src,
-            elem_size,
-            pe,
-            stream,
-        )
-    }
-}
-
-/// `aclshmemx_getmem_on_stream`.
-///
-/// # Safety
-///
-/// As for [`aclshmemx_putmem_on_stream`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn aclshmemx_getmem_on_stream(
-    dst: *mut c_void,
-    src: *mut c_void,
-    elem_size: usize,
-    pe: i32,
-    stream: *mut c_void,
-) {
-    // SAFETY: forwarded.
-    unsafe {
-        get(
-            "aclshmemx_getmem_on_stream",
-            dst,
-            src,
-            elem_size,
-            pe,
-            stream,
-        )
-    }
-}
-
-/// `aclshmemx_quiet_on_stream`: a quiet in `stream`'s order. The simulator's stream work is
-/// complete when it has run, so the quiet adds nothing to the order; `aclrtSynchronizeStream`
-/// waits for it, as on an NPU.
-#[unsafe(no_mangle)]
-pub extern "C" fn aclshmemx_quiet_on_stream(stream: *mut c_void) {
-    let _ = stream;
-}
-
 macro_rules! sized {
     ($($bits:literal: $put:ident, $put_nbi:ident, $get:ident, $get_nbi:ident;)*) => {$(
         #[doc = concat!("`", stringify!($put), "`: `elem_size` elements of ", stringify!($bits), " bits, on the default stream.")]

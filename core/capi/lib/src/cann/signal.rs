@@ -11,7 +11,6 @@
 use std::ffi::{c_int, c_void};
 
 use bytemuck::Pod;
-use shmem_core::Result;
 
 use super::rma::{context_for, run, target};
 use crate::p2p::signal_op;
@@ -174,29 +173,4 @@ pub unsafe extern "C" fn aclshmemx_putmem_signal_nbi(
             std::ptr::null_mut(),
         )
     }
-}
-
-/// `aclshmemx_signal_op_on_stream`: the update of the signal word at `sig_addr` on `pe`, on
-/// `stream` (NULL: the default stream).
-///
-/// # Safety
-///
-/// `stream` is NULL or a live `aclrtStream`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn aclshmemx_signal_op_on_stream(
-    sig_addr: *mut i32,
-    signal: i32,
-    sig_op: c_int,
-    pe: c_int,
-    stream: *mut c_void,
-) {
-    run("aclshmemx_signal_op_on_stream", || -> Result<()> {
-        let op = signal_op(sig_op)?;
-        let (inst, pe) = target(pe)?;
-        // SAFETY: forwarded.
-        let ctx = unsafe { context_for(&inst, stream) }?;
-        ctx.as_ref()
-            .elem_at(sig_addr.cast_const())?
-            .signal_op(signal, op, pe)
-    });
 }

@@ -2,7 +2,7 @@
 //! with integer handles, on the active instance; teams other than the world team exist only on
 //! instance 0 (`ACLSHMEM_NOT_SUPPORTED` elsewhere), as in CANN.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use shmem_capi::cann;
 use shmem_core::Error;
@@ -187,51 +187,4 @@ pub extern "C" fn aclshmem_sync_all() {
         "aclshmem_sync_all",
         super::rma::synchronize_default().and_then(|()| cann::sync_all()),
     );
-}
-
-/// A barrier over team `team` on `stream`: enqueued there, so that work enqueued on the stream
-/// after it runs once every member has arrived. A NULL stream is ACL's default stream in CANN,
-/// which this library does not drive: the barrier then runs at once on the host, after the
-/// active instance's default stream, and is complete when the call returns (so also when ACL's
-/// default stream is synchronised).
-///
-/// # Safety
-///
-/// `stream` is NULL or a live `aclrtStream`.
-unsafe fn barrier_on_stream(name: &str, team: aclshmem_team_t, stream: *mut c_void) {
-    if team == cann::TEAM_INVALID {
-        return;
-    }
-    let r = if stream.is_null() {
-        super::rma::synchronize_default().and_then(|()| cann::barrier(team))
-    } else {
-        cann::active().and_then(|inst| {
-            // SAFETY: forwarded.
-            let ctx = unsafe { super::rma::context_for(&inst, stream) }?;
-            cann::barrier_on(team, &ctx)
-        })
-    };
-    void(name, r);
-}
-
-/// `aclshmemx_barrier_on_stream`: `ACLSHMEM_TEAM_INVALID` is a no-op.
-///
-/// # Safety
-///
-/// `stream` is NULL or a live `aclrtStream`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn aclshmemx_barrier_on_stream(team: aclshmem_team_t, stream: *mut c_void) {
-    // SAFETY: forwarded.
-    unsafe { barrier_on_stream("aclshmemx_barrier_on_stream", team, stream) }
-}
-
-/// `aclshmemx_barrier_all_on_stream`.
-///
-/// # Safety
-///
-/// `stream` is NULL or a live `aclrtStream`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn aclshmemx_barrier_all_on_stream(stream: *mut c_void) {
-    // SAFETY: forwarded.
-    unsafe { barrier_on_stream("aclshmemx_barrier_all_on_stream", cann::TEAM_WORLD, stream) }
 }
