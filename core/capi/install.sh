@@ -10,7 +10,8 @@
 #   lib/      libshmem.so (soname libshmem.so), libshmem.a, libascendcl.so (the ACL stand-in),
 #             pkgconfig/shmem.pc                    pkg-config --cflags --libs shmem
 #             cmake/shmem/shmemConfig.cmake         find_package(shmem) -> targets shmem::shmem
-#                                                   (OpenSHMEM), shmem::cann (CANN host programs)
+#                                                   (OpenSHMEM), shmem::cann (CANN host programs),
+#                                                   shmem::cpu_debug (CANN kernels as host code)
 #                                                   and shmem::ascendcl (the ACL stand-in)
 #   lib64     -> lib, where CANN's layout keeps libascendcl.so ($ASCEND_HOME_PATH/lib64)
 #   set_env.sh                                      . PREFIX/set_env.sh, as CANN's set_env.sh
@@ -96,6 +97,9 @@ cat > "$prefix/lib/cmake/shmem/shmemConfig.cmake" <<'EOF'
 #   shmem::cann      CANN SHMEM host programs: libshmem.so with CANN's shmem.h (include/cann)
 #                    and acl/acl.h, linking shmem::ascendcl too
 #   shmem::ascendcl  the ACL runtime stand-in, libascendcl.so, with acl/acl.h
+#   shmem::cpu_debug kernel source compiled as host code for the simulator's AI cores (as
+#                    AscendC's CPU debug): the device API and the AscendC subset; with
+#                    shmem::cann. Compile with clang++ where kernels dereference UB addresses.
 get_filename_component(_shmem_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 if(NOT TARGET shmem::shmem)
   add_library(shmem::shmem SHARED IMPORTED)
@@ -119,6 +123,15 @@ if(NOT TARGET shmem::cann)
     IMPORTED_SONAME "libshmem.so"
     INTERFACE_INCLUDE_DIRECTORIES "${_shmem_prefix}/include/cann;${_shmem_prefix}/include"
     INTERFACE_LINK_LIBRARIES shmem::ascendcl)
+endif()
+if(NOT TARGET shmem::cpu_debug)
+  add_library(shmem::cpu_debug INTERFACE IMPORTED)
+  set_target_properties(shmem::cpu_debug PROPERTIES
+    INTERFACE_COMPILE_DEFINITIONS "__CCE_KT_TEST__=1;ASCENDC_CPU_DEBUG=1;__DAV_C220_VEC__=1;__NPU_ARCH__=2201"
+    INTERFACE_INCLUDE_DIRECTORIES "${_shmem_prefix}/include/cann/ascendc"
+    INTERFACE_COMPILE_OPTIONS "$<$<CXX_COMPILER_ID:Clang>:-Wno-unknown-attributes>;$<$<CXX_COMPILER_ID:GNU>:-Wno-attributes>"
+    INTERFACE_LINK_OPTIONS "-pthread"
+    INTERFACE_LINK_LIBRARIES shmem::cann)
 endif()
 set(shmem_INCLUDE_DIRS "${_shmem_prefix}/include")
 set(shmem_LIBRARIES shmem::shmem)

@@ -239,6 +239,17 @@ fn an_installed_prefix_serves_cann_programs_with_set_env_and_cmake() {
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert_eq!(t.matches(" ok").count(), 4, "{t}");
+    // A kernel built with shmem::cpu_debug.
+    let out = Command::new(prefix.join("bin/shmemrun"))
+        .args(["-n", "2", "--timeout", "150", "--"])
+        .arg(build.join("multi_instance_kernel"))
+        .env("SHMEM_INSTANCE_PORT_RANGE", format!("{port}:{}", port + 6))
+        .env("SHMEM_TIMEOUT", "60")
+        .output()
+        .expect("shmemrun runs");
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert_eq!(t.matches("every value verified").count(), 2, "{t}");
     let _ = std::fs::remove_dir_all(dir);
 }
 

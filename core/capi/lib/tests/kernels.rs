@@ -159,6 +159,10 @@ fn cpp_kernel_cases_cover_the_device_api_on_1_2_and_4_pes() {
             assert_eq!(t.matches(want).count(), n as usize, "{want}:\n{t}");
         }
     }
+    // 8 PEs of 48 blocks: 384 simulated cores on this machine's CPUs.
+    let t = run(&exe, 8, &[("KERNEL_CASE", "barrier")]);
+    let line = "barrier_all across 48 blocks of 8 PEs ok";
+    assert_eq!(t.matches(line).count(), 8, "{t}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
