@@ -127,9 +127,10 @@ unsafe fn get_body(
     }
 }
 
-/// Runs `$body` with `$t` the unsigned type of `$size` bytes (`[u8; 16]` for 16).
+/// Runs `$body` with `$t` the unsigned type of `$size` bytes (`[u8; 16]` for 16), or
+/// `$other` with `$s` the size when no type has it.
 macro_rules! by_size {
-    ($size:expr, |$t:ident| $body:expr) => {
+    ($size:expr, |$t:ident| $body:expr, |$s:ident| $other:expr) => {
         match $size {
             1 => {
                 type $t = u8;
@@ -151,11 +152,15 @@ macro_rules! by_size {
                 type $t = [u8; 16];
                 $body
             }
-            s => Err(Error::InvalidParam(format!(
-                "no strided routine moves {s}-byte elements"
-            ))),
+            $s => $other,
         }
     };
+}
+pub(crate) use by_size;
+
+/// The error for an element size no strided routine moves.
+fn unstrided(size: usize) -> Error {
+    Error::InvalidParam(format!("no strided routine moves {size}-byte elements"))
 }
 
 /// The local span, in elements, of `nelems` elements at stride `stride`.
@@ -202,11 +207,15 @@ pub(crate) unsafe fn iput(
         let w = c.instance();
         let (first, pe) = (offset(w, dest, size)?, pe(pe_)?);
         let n = local_len(nelems, sst)?;
-        by_size!(size, |T| {
-            // SAFETY: readable for `n` elements per the C contract.
-            let src = unsafe { std::slice::from_raw_parts(source.cast::<T>(), n) };
-            raw::iput::<T>(c, first, dst, src, sst, nelems, pe)
-        })
+        by_size!(
+            size,
+            |T| {
+                // SAFETY: readable for `n` elements per the C contract.
+                let src = unsafe { std::slice::from_raw_parts(source.cast::<T>(), n) };
+                raw::iput::<T>(c, first, dst, src, sst, nelems, pe)
+            },
+            |s| Err(unstrided(s))
+        )
     });
 }
 
@@ -240,11 +249,15 @@ pub(crate) unsafe fn iget(
         let w = c.instance();
         let (first, pe) = (offset(w, source, size)?, pe(pe_)?);
         let n = local_len(nelems, dst)?;
-        by_size!(size, |T| {
-            // SAFETY: writable for `n` elements per the C contract.
-            let out = unsafe { std::slice::from_raw_parts_mut(dest.cast::<T>(), n) };
-            raw::iget::<T>(c, first, sst, out, dst, nelems, pe)
-        })
+        by_size!(
+            size,
+            |T| {
+                // SAFETY: writable for `n` elements per the C contract.
+                let out = unsafe { std::slice::from_raw_parts_mut(dest.cast::<T>(), n) };
+                raw::iget::<T>(c, first, sst, out, dst, nelems, pe)
+            },
+            |s| Err(unstrided(s))
+        )
     });
 }
 
@@ -289,18 +302,22 @@ pub(crate) unsafe fn iblock(
         let c = ctx_ref(ctx)?;
         let w = c.instance();
         let pe = pe(pe_)?;
-        by_size!(size, |T| {
-            if remote_dest {
-                let remote = view(w, dest.cast::<T>().cast_const(), dlen)?.in_ctx(c);
-                // SAFETY: readable for every block per the C contract.
-                let src = unsafe { std::slice::from_raw_parts(source.cast::<T>(), slen) };
-                remote.ibput(dst, src, sst, bsize, nblocks, pe)
-            } else {
-                let remote = view(w, source.cast::<T>(), slen)?.in_ctx(c);
-                // SAFETY: writable for every block per the C contract.
-                let out = unsafe { std::slice::from_raw_parts_mut(dest.cast::<T>(), dlen) };
-                remote.ibget(sst, out, dst, bsize, nblocks, pe)
-            }
-        })
+        by_size!(
+            size,
+            |T| {
+                if remote_dest {
+                    let remote = view(w, dest.cast::<T>().cast_const(), dlen)?.in_ctx(c);
+                    // SAFETY: readable for every block per the C contract.
+                    let src = unsafe { std::slice::from_raw_parts(source.cast::<T>(), slen) };
+                    remote.ibput(dst, src, sst, bsize, nblocks, pe)
+                } else {
+                    let remote = view(w, source.cast::<T>(), slen)?.in_ctx(c);
+                    // SAFETY: writable for every block per the C contract.
+                    let out = unsafe { std::slice::from_raw_parts_mut(dest.cast::<T>(), dlen) };
+                    remote.ibget(sst, out, dst, bsize, nblocks, pe)
+                }
+            },
+            |s| Err(unstrided(s))
+        )
     });
 }

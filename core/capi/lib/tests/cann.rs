@@ -229,26 +229,24 @@ fn an_installed_prefix_serves_cann_programs_with_set_env_and_cmake() {
         assert!(out.status.success(), "cmake {args:?}:\n{}", text(&out));
     }
     let port = free_ports(7);
-    let out = Command::new(prefix.join("bin/shmemrun"))
-        .args(["-n", "4", "--timeout", "150", "--"])
-        .arg(build.join("multi_instance"))
-        .env("SHMEM_INSTANCE_PORT_RANGE", format!("{port}:{}", port + 6))
-        .env("SHMEM_TIMEOUT", "60")
-        .output()
-        .expect("shmemrun runs");
-    let t = text(&out);
-    assert!(out.status.success(), "{t}");
+    // The installed launcher runs a program of the build on `n` PEs; its output, required to
+    // succeed.
+    let shmemrun = |n: &str, exe: &str| {
+        let out = Command::new(prefix.join("bin/shmemrun"))
+            .args(["-n", n, "--timeout", "150", "--"])
+            .arg(build.join(exe))
+            .env("SHMEM_INSTANCE_PORT_RANGE", format!("{port}:{}", port + 6))
+            .env("SHMEM_TIMEOUT", "60")
+            .output()
+            .expect("shmemrun runs");
+        let t = text(&out);
+        assert!(out.status.success(), "{exe}: {t}");
+        t
+    };
+    let t = shmemrun("4", "multi_instance");
     assert_eq!(t.matches(" ok").count(), 4, "{t}");
     // A kernel built with shmem::cpu_debug.
-    let out = Command::new(prefix.join("bin/shmemrun"))
-        .args(["-n", "2", "--timeout", "150", "--"])
-        .arg(build.join("multi_instance_kernel"))
-        .env("SHMEM_INSTANCE_PORT_RANGE", format!("{port}:{}", port + 6))
-        .env("SHMEM_TIMEOUT", "60")
-        .output()
-        .expect("shmemrun runs");
-    let t = text(&out);
-    assert!(out.status.success(), "{t}");
+    let t = shmemrun("2", "multi_instance_kernel");
     assert_eq!(t.matches("every value verified").count(), 2, "{t}");
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -49,20 +49,6 @@ struct non_contiguous_copy_param {
     FUNC(char, char);            \
     FUNC(bfloat16, bfloat16_t)
 
-#ifndef ACLSHMEM_P2P_SYNC_TYPE_FUNC
-/* The 10 point-to-point types. */
-#define ACLSHMEM_P2P_SYNC_TYPE_FUNC(FUNC) \
-    FUNC(float, float);                   \
-    FUNC(int8, int8_t);                   \
-    FUNC(int16, int16_t);                 \
-    FUNC(int32, int32_t);                 \
-    FUNC(int64, int64_t);                 \
-    FUNC(uint8, uint8_t);                 \
-    FUNC(uint16, uint16_t);               \
-    FUNC(uint32, uint32_t);               \
-    FUNC(uint64, uint64_t);               \
-    FUNC(char, char)
-#endif
 
 #define ACLSHMEM_SIZE_FUNC(FUNC) \
     FUNC(8);                     \

@@ -20,6 +20,20 @@
 #define ACLSHMEM_HEAP_ALIGNMENT_SIZE (1UL * 1024 * 1024 * 1024)
 #define TEAM_CONFIG_PADDING 48
 
+/* CANN's 10 point-to-point types (NAME, TYPE): the RMA types but double (and, on the device,
+ * half and bfloat16). */
+#define ACLSHMEM_P2P_SYNC_TYPE_FUNC(FUNC) \
+    FUNC(float, float);                   \
+    FUNC(int8, int8_t);                   \
+    FUNC(int16, int16_t);                 \
+    FUNC(int32, int32_t);                 \
+    FUNC(int64, int64_t);                 \
+    FUNC(uint8, uint8_t);                 \
+    FUNC(uint16, uint16_t);               \
+    FUNC(uint32, uint32_t);               \
+    FUNC(uint64, uint64_t);               \
+    FUNC(char, char)
+
 typedef int aclshmem_team_t;
 typedef uint64_t aclshmemx_team_uniqueid_t;
 

@@ -22,6 +22,7 @@ use shmem_core::{
 };
 
 use super::kernel::with_block;
+use crate::rma::by_size;
 
 fn err(call: &str, detail: impl Into<String>) -> KernelError {
     KernelError::new(call, detail)
@@ -414,31 +415,6 @@ pub unsafe extern "C" fn aclsimd_copy_strided(
     }
 }
 
-/// Runs `f` with the element type of `width` bytes.
-macro_rules! by_width {
-    ($call:expr, $width:expr, |$t:ident| $body:expr) => {
-        match $width {
-            1 => {
-                type $t = u8;
-                $body
-            }
-            2 => {
-                type $t = u16;
-                $body
-            }
-            4 => {
-                type $t = u32;
-                $body
-            }
-            8 => {
-                type $t = u64;
-                $body
-            }
-            w => Err(err($call, format!("no element of {w} bytes"))),
-        }
-    };
-}
-
 /// `aclsimd_p`: stores the `width`-byte element at `value` to PE `pe`'s copy of `dst`.
 ///
 /// # Safety
@@ -458,11 +434,15 @@ pub unsafe extern "C" fn aclsimd_p(
         let inst = instance(dev, &call)?.clone();
         let pe = target_pe(&inst, &call, pe)?;
         let d = remote(&inst, &call, dst)?;
-        by_width!(&call, width, |T| {
-            // SAFETY: `value` holds an element of `width` bytes (the contract).
-            let v = unsafe { value.cast::<T>().read_unaligned() };
-            dev.p(d.cast::<T>(), v, pe)
-        })
+        by_size!(
+            width,
+            |T| {
+                // SAFETY: `value` holds an element of `width` bytes (the contract).
+                let v = unsafe { value.cast::<T>().read_unaligned() };
+                dev.p(d.cast::<T>(), v, pe)
+            },
+            |w| Err(err(&call, format!("no element of {w} bytes")))
+        )
     });
 }
 
@@ -485,12 +465,16 @@ pub unsafe extern "C" fn aclsimd_g(
         let inst = instance(dev, &call)?.clone();
         let pe = target_pe(&inst, &call, pe)?;
         let s = remote(&inst, &call, src)?;
-        by_width!(&call, width, |T| {
-            let v = dev.g(s.cast::<T>().cast_const(), pe)?;
-            // SAFETY: the contract.
-            unsafe { value.cast::<T>().write_unaligned(v) };
-            Ok(())
-        })
+        by_size!(
+            width,
+            |T| {
+                let v = dev.g(s.cast::<T>().cast_const(), pe)?;
+                // SAFETY: the contract.
+                unsafe { value.cast::<T>().write_unaligned(v) };
+                Ok(())
+            },
+            |w| Err(err(&call, format!("no element of {w} bytes")))
+        )
     });
 }
 

@@ -7,18 +7,7 @@
 #include "acl/acl.h"
 #include "host/shmem_host_def.h"
 
-/* CANN's 10 point-to-point types (its RMA types but double): NAME, TYPE. */
-#define ACLSHMEM_P2P_SYNC_TYPE_FUNC(FUNC) \
-    FUNC(float, float);                   \
-    FUNC(int8, int8_t);                   \
-    FUNC(int16, int16_t);                 \
-    FUNC(int32, int32_t);                 \
-    FUNC(int64, int64_t);                 \
-    FUNC(uint8, uint8_t);                 \
-    FUNC(uint16, uint16_t);               \
-    FUNC(uint32, uint32_t);               \
-    FUNC(uint64, uint64_t);               \
-    FUNC(char, char)
+/* ACLSHMEM_P2P_SYNC_TYPE_FUNC, CANN's 10 point-to-point types: host_device/shmem_common_types.h. */
 
 #ifdef __cplusplus
 extern "C" {
