@@ -38,6 +38,21 @@ extern "C" __global__ __aicore__ void state_of_2(GM_ADDR out)
     o[2] = aclshmem_my_pe();
 }
 
+// The SDMA engine on instance 2, which enabled it, then on instance 1, which did not.
+extern "C" __global__ __aicore__ void engines(GM_ADDR sym2, GM_ADDR sym1)
+{
+    aclshmemx_instance_ctx_set(2);
+    const int next = (aclshmem_my_pe() + 1) % aclshmem_n_pes();
+    __gm__ int32_t *w = reinterpret_cast<__gm__ int32_t *>(sym2);
+    w[0] = 70 + aclshmem_my_pe();
+    aclshmemx_sdma_put_nbi(w + 8, w, reinterpret_cast<__ubuf__ int32_t *>(uint64_t(0)), 1024, 1, next, 0);
+    aclshmem_quiet();
+    aclshmem_barrier_all();
+    aclshmemx_instance_ctx_set(1);
+    __gm__ int32_t *v = reinterpret_cast<__gm__ int32_t *>(sym1);
+    aclshmemx_sdma_put_nbi(v + 8, v, reinterpret_cast<__ubuf__ int32_t *>(uint64_t(0)), 1024, 1, next, 0);
+}
+
 // A SHMEM call before any instance is selected.
 extern "C" __global__ __aicore__ void unselected(GM_ADDR) { (void)aclshmem_my_pe(); aclshmem_barrier_all(); }
 // An instance this PE never initialised.
@@ -57,6 +72,9 @@ int main()
         attr.local_mem_size = 8UL << 20;
         std::snprintf(attr.ip_port, sizeof attr.ip_port, "tcp://127.0.0.1:0");
         attr.comm_args = nullptr;
+        if (id == 2)
+            attr.option_attr.data_op_engine_type =
+                static_cast<data_op_engine_type_t>(ACLSHMEM_DATA_OP_MTE | ACLSHMEM_DATA_OP_SDMA);
         if (aclshmemx_init_attr(ACLSHMEMX_INIT_WITH_DEFAULT, &attr) != ACLSHMEM_SUCCESS) return 1;
     }
     void *out = nullptr;
@@ -75,6 +93,20 @@ int main()
     aclrtMemcpy(h, sizeof h, out, sizeof h, ACL_MEMCPY_DEVICE_TO_HOST);
     CHECK(h[0] == n - 1 - pe && h[1] == n && h[2] == n - 1 - pe, "instance 2's state by hand: PE %d of %d (%d)", h[0],
           h[1], h[2]);
+    {
+        aclshmemx_instance_ctx_set(1);
+        uint8_t *sym1 = static_cast<uint8_t *>(aclshmem_calloc(16, sizeof(int32_t)));
+        aclshmemx_instance_ctx_set(2);
+        uint8_t *sym2 = static_cast<uint8_t *>(aclshmem_calloc(16, sizeof(int32_t)));
+        CHECK(ICPU_RUN_KF(engines, 1, sym2, sym1) != 0, "SDMA on an instance without it fails");
+        int32_t w[16];
+        aclrtMemcpy(w, sizeof w, sym2, sizeof w, ACL_MEMCPY_DEVICE_TO_HOST);
+        CHECK(w[8] == 70 + (n - 1 - pe + n - 1) % n, "SDMA put on instance 2: %d", w[8]);
+        aclshmem_barrier_all();
+        aclshmem_free(sym2);
+        aclshmemx_instance_ctx_set(1);
+        aclshmem_free(sym1);
+    }
     CHECK(ICPU_RUN_KF(unselected, 2, static_cast<uint8_t *>(out)) != 0, "a call before instance_ctx_set fails");
     CHECK(ICPU_RUN_KF(unknown, 1, static_cast<uint8_t *>(out)) != 0, "an instance not initialised here fails");
     // The host side of this file: the host calls.

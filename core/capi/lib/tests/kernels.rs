@@ -185,6 +185,10 @@ fn multi_instance_kernels_route_per_block_and_fail_naming_kernel_block_and_call(
             t.contains("kernel unknown, block 0: aclshmemx_instance_ctx_set: instance 7 is not initialised on this PE"),
             "{t}"
         );
+        assert!(
+            t.contains("kernel engines, block 0: aclshmemx_sdma_put_nbi: instance 1 did not enable the SDMA engine"),
+            "{t}"
+        );
     }
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -373,6 +373,53 @@ unsafe fn copy_with(
     });
 }
 
+/// `aclsimd_engine_copy`: an SDMA, RoCE or UDMA transfer (`engine`: CANN's
+/// `ACLSHMEM_DATA_OP_*` bit) of `bytes` from this PE's `src` to PE `pe`'s `dst` (`get == 0`) or
+/// back. The instance must have enabled the engine (`data_op_engine_type`); the simulator then
+/// moves the data as the MTE engine does, through the MTE configuration's staging buffer.
+///
+/// # Safety
+///
+/// As for [`aclsimd_copy`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aclsimd_engine_copy(
+    call: *const c_char,
+    engine: u32,
+    get: c_int,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: u64,
+    pe: c_int,
+) {
+    // SAFETY: the contract.
+    let call = unsafe { name(call) };
+    let enabled = with_block(&call, false, |dev| {
+        let inst = instance(dev, &call)?;
+        let engines = inst.attributes().engines;
+        if engines & engine == 0 {
+            let what = match engine {
+                shmem_core::engine::SDMA => "SDMA",
+                shmem_core::engine::ROCE => "RoCE",
+                shmem_core::engine::UDMA => "UDMA",
+                _ => "requested",
+            };
+            return Err(err(
+                &call,
+                format!(
+                    "instance {} did not enable the {what} engine (its data_op_engine_type is {engines:#x})",
+                    inst.id()
+                ),
+            ));
+        }
+        Ok(true)
+    });
+    if enabled {
+        let len = usize::try_from(bytes).unwrap_or(usize::MAX);
+        // SAFETY: forwarded.
+        unsafe { copy_with(&call, get, dst, src, len, pe, None) };
+    }
+}
+
 /// `aclsimd_copy_strided`: `aclshmem_<T>_{put,get}_nbi` with `non_contiguous_copy_param`:
 /// `repeat` rows of `length` elements of `elem` bytes, `src_ld` and `dst_ld` elements apart.
 ///
