@@ -420,6 +420,29 @@ static void check_state(int me, int n)
     if (failures == 0) std::printf("PE %d: instance state at its device address and the MTE configuration ok\n", me);
 }
 
+// ---- Device memory: kernels dereference it, host code faults on it ---------------------------
+extern "C" __global__ __aicore__ void deref(GM_ADDR sym, GM_ADDR plain)
+{
+    reinterpret_cast<__gm__ int32_t *>(sym)[0] = 1234;
+    reinterpret_cast<__gm__ int32_t *>(plain)[0] = reinterpret_cast<__gm__ int32_t *>(sym)[0] + 1;
+}
+
+static void check_fault(int me)
+{
+    int32_t *sym = static_cast<int32_t *>(aclshmem_calloc(8, sizeof(int32_t)));
+    void *plain = nullptr;
+    aclrtMalloc(&plain, 64, ACL_MEM_MALLOC_HUGE_FIRST);
+    EQ(ICPU_RUN_KF(deref, 1, reinterpret_cast<uint8_t *>(sym), static_cast<uint8_t *>(plain)), 0);
+    int32_t h = 0;
+    aclrtMemcpy(&h, 4, plain, 4, ACL_MEMCPY_DEVICE_TO_HOST);
+    CHECK(h == 1235, "the kernel's dereferences: %d", h);
+    if (failures == 0) std::printf("PE %d: the kernel dereferenced device memory\n", me);
+    std::fflush(stdout);
+    // The same address from host code: a fault, as on an NPU.
+    volatile int32_t *host = sym;
+    std::printf("PE %d: the host read %d\n", me, host[0]);
+}
+
 // ---- Faithful limits: each violation ends the launch with an error naming it -----------------
 extern "C" __global__ __aicore__ void too_many_for_sync(GM_ADDR) { AscendC::SyncAll(); }
 extern "C" __global__ __aicore__ void bad_pe(GM_ADDR sym) { aclshmem_int32_p(reinterpret_cast<__gm__ int32_t *>(sym), 1, 99); }
@@ -495,6 +518,7 @@ int main()
     if (want("teams")) check_teams(pe, n);
     if (want("limits")) check_limits(pe);
     if (want("state")) check_state(pe, n);
+    if (only != nullptr && std::strcmp(only, "fault") == 0) check_fault(pe);
     aclshmem_finalize();
     aclrtResetDevice(pe % 8);
     aclFinalize();

@@ -167,6 +167,31 @@ fn cpp_kernel_cases_cover_the_device_api_on_1_2_and_4_pes() {
 }
 
 #[test]
+fn in_one_process_a_kernel_dereferences_device_memory_and_host_code_faults_on_it() {
+    require_clang();
+    let dir = temp_dir("kernel-fault");
+    let exe = compile("conformance/cann/kernels/device_api.cpp", &dir, &[], &[]);
+    let port = free_ports(1);
+    let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+        .args(["-n", "1", "--timeout", "60", "--"])
+        .arg(&exe)
+        .env("CANN_TEST_PORT", port.to_string())
+        .env("KERNEL_CASE", "fault")
+        .env("SHMEM_TIMEOUT", "30")
+        .output()
+        .expect("the launcher runs");
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("PE 0: the kernel dereferenced device memory"),
+        "{t}"
+    );
+    assert!(!t.contains("the host read"), "{t}");
+    assert!(t.contains("was killed by signal 11 (SIGSEGV)"), "{t}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn multi_instance_kernels_route_per_block_and_fail_naming_kernel_block_and_call() {
     let dir = temp_dir("kernel-routing");
     let exe = compile("conformance/cann/kernels/routing.cpp", &dir, &[], &[]);
