@@ -3,8 +3,8 @@
 //! A launch runs a kernel on `block_dim` simulated vector cores of this PE's NPU, as one item of
 //! work on a [`Stream`]: it starts after the work enqueued before it and the work enqueued after
 //! it starts once every block has returned. Launches on different streams run at the same time.
-//! Each block is a thread of the PE's process with its block index, the block count and a
-//! private unified buffer (UB) of [`UB_SIZE`] bytes, 32-byte aligned and zeroed at the start of
+//! Each block runs on a thread of the PE's process (threads are kept across launches,
+//! `core_pool`) with its block index, the block count and a private unified buffer (UB) of [`UB_SIZE`] bytes, 32-byte aligned and zeroed at the start of
 //! the launch.
 //!
 //! The simulated SoC has [`MAX_AIV_PER_NPU`] vector cores (CANN's `ACLSHMEM_MAX_AIV_PER_NPU`), so
@@ -278,59 +278,55 @@ fn run(kernel: &Kernel, block_dim: u32) -> Result<(), TransportError> {
             released: Condvar::new(),
             failed: AtomicBool::new(false),
         });
-        let mut failures: Vec<(u32, KernelError)> = std::thread::scope(|scope| {
-            let blocks: Vec<_> = (first..first + this_wave)
-                .map(|block_idx| {
-                    let mut core = Core {
-                        kernel: kernel.name.clone(),
-                        block_idx,
-                        block_num: block_dim,
-                        wave_len: if block_dim > MAX_AIV_PER_NPU {
-                            this_wave
-                        } else {
-                            block_dim
-                        },
-                        ub: vec![UbUnit([0; UB_ALIGN]); UB_SIZE / UB_ALIGN].into_boxed_slice(),
-                        wave: wave.clone(),
-                    };
-                    let body = kernel.body.clone();
-                    std::thread::Builder::new()
-                        .name(format!("{}#{block_idx}", kernel.name))
-                        .stack_size(2 << 20)
-                        .spawn_scoped(scope, move || {
-                            let _running = Running::start();
-                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                body(&mut core)
-                            }))
-                            .unwrap_or_else(|p| {
-                                let msg = p
-                                    .downcast_ref::<&str>()
-                                    .map(|s| (*s).to_string())
-                                    .or_else(|| p.downcast_ref::<String>().cloned())
-                                    .unwrap_or_else(|| "a panic".into());
-                                Err(KernelError::new("kernel", format!("panicked: {msg}")))
-                            });
-                            if r.is_err() {
-                                // Release the blocks waiting for this one.
-                                core.fail_launch();
-                            }
-                            (block_idx, r)
-                        })
-                        .expect("cannot start a simulated core's thread")
-                })
-                .collect();
-            blocks
-                .into_iter()
-                .filter_map(|h| match h.join() {
-                    Ok((b, Err(e))) => Some((b, e)),
-                    Ok((_, Ok(()))) => None,
-                    Err(_) => Some((
-                        u32::MAX,
-                        KernelError::new("kernel", "a block's thread ended abnormally"),
-                    )),
-                })
-                .collect()
-        });
+        let (done, results) = std::sync::mpsc::channel();
+        for block_idx in first..first + this_wave {
+            let mut core = Core {
+                kernel: kernel.name.clone(),
+                block_idx,
+                block_num: block_dim,
+                wave_len: if block_dim > MAX_AIV_PER_NPU {
+                    this_wave
+                } else {
+                    block_dim
+                },
+                ub: vec![UbUnit([0; UB_ALIGN]); UB_SIZE / UB_ALIGN].into_boxed_slice(),
+                wave: wave.clone(),
+            };
+            let body = kernel.body.clone();
+            let done = done.clone();
+            crate::core_pool::run(Box::new(move || {
+                let _running = Running::start();
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut core)))
+                    .unwrap_or_else(|p| {
+                        let msg = p
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_string())
+                            .or_else(|| p.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "a panic".into());
+                        Err(KernelError::new("kernel", format!("panicked: {msg}")))
+                    });
+                if r.is_err() {
+                    // Release the blocks waiting for this one.
+                    core.fail_launch();
+                }
+                let _ = done.send((block_idx, r));
+            }));
+        }
+        drop(done);
+        let mut reported = 0;
+        let mut failures: Vec<(u32, KernelError)> = Vec::new();
+        for (b, r) in results.iter().take(this_wave as usize) {
+            reported += 1;
+            if let Err(e) = r {
+                failures.push((b, e));
+            }
+        }
+        if reported < this_wave {
+            failures.push((
+                u32::MAX,
+                KernelError::new("kernel", "a block's thread ended abnormally"),
+            ));
+        }
         // The block that failed first in spirit: a block's own failure before the blocks it
         // released with "another block failed".
         failures.sort_by_key(|(b, e)| (e.detail == "another block of the launch failed", *b));

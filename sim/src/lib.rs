@@ -15,6 +15,7 @@
 
 mod access;
 mod control;
+mod core_pool;
 mod delivery;
 mod device_window;
 mod fd_exchange;
