@@ -420,6 +420,45 @@ static void check_state(int me, int n)
     if (failures == 0) std::printf("PE %d: instance state at its device address and the MTE configuration ok\n", me);
 }
 
+// ---- quiet orders earlier transfers before later stores, as another PE sees them -----------
+extern "C" __global__ __aicore__ void quiet_order(GM_ADDR sym, int32_t round, uint32_t words)
+{
+    const int me = aclshmem_my_pe(), n = aclshmem_n_pes();
+    const uint32_t b = AscendC::GetBlockIdx(), blocks = AscendC::GetBlockNum();
+    __gm__ int32_t *src = reinterpret_cast<__gm__ int32_t *>(sym);
+    __gm__ int32_t *dst = src + words;
+    __gm__ int32_t *flag = dst + words + b * LINE;
+    __gm__ int32_t *bad = flag + blocks * LINE;
+    const uint32_t share = words / blocks;
+    for (uint32_t i = 0; i < share; i++) src[b * share + i] = round * 1000000 + me * 10000 + (int32_t)(b * share + i);
+    AscendC::DataCacheCleanAndInvalid<int32_t, AscendC::CacheLine::ENTIRE_DATA_CACHE>(AscendC::GlobalTensor<int32_t>());
+    // Non-blocking puts, then quiet, then a plain store of the flag (p, not a signal).
+    aclshmem_int32_put_nbi(dst + b * share, src + b * share, share, (me + 1) % n);
+    aclshmem_quiet();
+    aclshmem_int32_p(flag, round, (me + 1) % n);
+    aclshmem_int32_wait_until(flag, ACLSHMEM_CMP_EQ, round);
+    const int prev = (me + n - 1) % n;
+    for (uint32_t i = 0; i < share; i++)
+        if (dst[b * share + i] != round * 1000000 + prev * 10000 + (int32_t)(b * share + i)) bad[0] += 1;
+}
+
+static void check_quiet(int me, uint32_t blocks)
+{
+    const uint32_t words = 16384; // 64 KiB: four chunks of the MTE staging per 8 blocks' share
+    int32_t *sym = static_cast<int32_t *>(aclshmem_calloc(2 * words + 2 * blocks * LINE, sizeof(int32_t)));
+    int bad = 0;
+    for (int32_t round = 1; round <= 3; round++) {
+        EQ(ICPU_RUN_KF(quiet_order, blocks, reinterpret_cast<uint8_t *>(sym), round, words), 0);
+        std::vector<int32_t> h(blocks * LINE);
+        aclrtMemcpy(h.data(), h.size() * 4, sym + 2 * words + blocks * LINE, h.size() * 4, ACL_MEMCPY_DEVICE_TO_HOST);
+        for (uint32_t b = 0; b < blocks; b++) bad += h[b * LINE];
+        aclshmem_barrier_all();
+    }
+    CHECK(bad == 0, "data seen missing after the flag: %d words", bad);
+    aclshmem_free(sym);
+    if (bad == 0) std::printf("PE %d: quiet orders %u blocks' puts before their flags ok\n", me, blocks);
+}
+
 // ---- Device memory: kernels dereference it, host code faults on it ---------------------------
 extern "C" __global__ __aicore__ void deref(GM_ADDR sym, GM_ADDR plain)
 {
@@ -515,6 +554,10 @@ int main()
         for (uint32_t blocks : {1u, 8u, 48u}) check_barrier(pe, n, blocks);
     }
     if (want("pointer")) check_pointer(pe, n);
+    if (want("quiet")) {
+        check_quiet(pe, 1);
+        check_quiet(pe, 8);
+    }
     if (want("teams")) check_teams(pe, n);
     if (want("limits")) check_limits(pe);
     if (want("state")) check_state(pe, n);

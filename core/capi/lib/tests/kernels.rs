@@ -138,6 +138,8 @@ fn cpp_kernel_cases_cover_the_device_api_on_1_2_and_4_pes() {
             n as usize,
             "{n} PEs:\n{t}"
         );
+        let quiet = "quiet orders 8 blocks' puts before their flags ok";
+        assert_eq!(t.matches(quiet).count(), n as usize, "{t}");
         let state = "instance state at its device address and the MTE configuration ok";
         assert_eq!(t.matches(state).count(), n as usize, "{t}");
         for blocks in [1, 8, 48] {
@@ -159,10 +161,23 @@ fn cpp_kernel_cases_cover_the_device_api_on_1_2_and_4_pes() {
             assert_eq!(t.matches(want).count(), n as usize, "{want}:\n{t}");
         }
     }
-    // 8 PEs of 48 blocks: 384 simulated cores on this machine's CPUs.
+    // 8 PEs of up to 48 blocks: 384 simulated cores on this machine's CPUs.
     let t = run(&exe, 8, &[("KERNEL_CASE", "barrier")]);
-    let line = "barrier_all across 48 blocks of 8 PEs ok";
-    assert_eq!(t.matches(line).count(), 8, "{t}");
+    for blocks in [1, 8, 48] {
+        let line = format!("barrier_all across {blocks} blocks of 8 PEs ok");
+        assert_eq!(t.matches(&line).count(), 8, "{t}");
+    }
+    // Under strict mode (transfers held until a quiet or a synchronisation) quiet still orders
+    // the puts before the flags.
+    for n in [2, 4] {
+        let t = run(
+            &exe,
+            n,
+            &[("KERNEL_CASE", "quiet"), ("SHMEM_SIM_STRICT", "1")],
+        );
+        let line = "quiet orders 8 blocks' puts before their flags ok";
+        assert_eq!(t.matches(line).count(), n as usize, "{t}");
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 
