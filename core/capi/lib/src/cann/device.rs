@@ -166,6 +166,17 @@ pub extern "C" fn aclsimd_failed() -> c_int {
     })
 }
 
+/// A host call made by a kernel: it fails the launch (CANN declares device forms of
+/// `aclshmem_sync` and `aclshmem_sync_all` but defines none, so such a kernel does not link).
+pub(crate) fn host_only(call: &str) {
+    with_block(call, (), |_| {
+        Err(err(
+            call,
+            "a host call, not a device call (use aclshmem_barrier or aclshmemx_sync_vec in kernels)",
+        ))
+    });
+}
+
 /// `aclshmem_my_pe` in a kernel.
 pub(crate) fn my_pe() -> c_int {
     with_block("aclshmem_my_pe", -1, |dev| {

@@ -171,6 +171,9 @@ pub extern "C" fn aclshmem_barrier_all() {
 /// `aclshmem_sync` (CANN's barrier).
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_sync(team: aclshmem_team_t) {
+    if super::kernel::on_core() {
+        return super::device::host_only("aclshmem_sync");
+    }
     if team == cann::TEAM_INVALID {
         return;
     }
@@ -183,6 +186,9 @@ pub extern "C" fn aclshmem_sync(team: aclshmem_team_t) {
 /// `aclshmem_sync_all`.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmem_sync_all() {
+    if super::kernel::on_core() {
+        return super::device::host_only("aclshmem_sync_all");
+    }
     void(
         "aclshmem_sync_all",
         super::rma::synchronize_default().and_then(|()| cann::sync_all()),
