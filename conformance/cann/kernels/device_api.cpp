@@ -500,6 +500,7 @@ extern "C" __global__ __aicore__ void bad_event(GM_ADDR sym)
                           reinterpret_cast<__ubuf__ int32_t *>(uint64_t(0)), 1024, 16, 0, 9);
 }
 extern "C" __global__ __aicore__ void host_call(GM_ADDR) { aclshmem_sync_all(); }
+extern "C" __global__ __aicore__ void nested(GM_ADDR sym) { (void)ICPU_RUN_KF(host_call, 1, sym); }
 extern "C" __global__ __aicore__ void bad_copy(GM_ADDR sym)
 {
     AscendC::GlobalTensor<int32_t> g;
@@ -520,6 +521,7 @@ static void check_limits(int me)
     CHECK(ICPU_RUN_KF(bad_event, 1, sym) != 0, "sync_id 9");
     CHECK(ICPU_RUN_KF(bad_copy, 1, sym) != 0, "DataCopy of a partial block");
     CHECK(ICPU_RUN_KF(host_call, 1, sym) != 0, "a host call from a kernel");
+    CHECK(ICPU_RUN_KF(nested, 1, sym) != 0, "a launch from a kernel");
     // The simulator goes on: a correct launch after them works.
     EQ(ICPU_RUN_KF(barrier_rounds, 8, sym, (int32_t)1), 0);
     aclrtFree(plain);

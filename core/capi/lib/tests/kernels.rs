@@ -155,6 +155,7 @@ fn cpp_kernel_cases_cover_the_device_api_on_1_2_and_4_pes() {
             "kernel bad_event, block 0: aclshmemx_mte_put_nbi: sync_id 9 is not an event id",
             "kernel bad_copy, block 0: DataCopy: DataCopy moves whole 32-byte blocks",
             "kernel host_call, block 0: aclshmem_sync_all: a host call, not a device call",
+            "kernel nested, block 0: ICPU_RUN_KF: kernel host_call launched from a kernel",
             "kernel staged, block 0: aclshmemx_set_mte_config: 16384 bytes at UB offset 194560 do not fit",
             // An `_on_stream` host call is a 1-block kernel, reported by the stream's synchronise.
             "kernel aclshmemx_putmem_on_stream, block 0: aclshmemx_set_mte_config: 16384 bytes",

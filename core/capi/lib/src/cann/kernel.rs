@@ -190,6 +190,16 @@ pub unsafe extern "C" fn aclsimKernelLaunch(
             .to_string_lossy()
             .into_owned()
     };
+    if on_core() {
+        // A launch from a block would wait for its own stream: refuse it, failing the block.
+        with_block("ICPU_RUN_KF", (), |_| {
+            Err(KernelError::new(
+                "ICPU_RUN_KF",
+                format!("kernel {name} launched from a kernel: kernels cannot launch kernels"),
+            ))
+        });
+        return shmem_core::Code::InvalidParam as c_int;
+    }
     super::code("kernel launch", || {
         // SAFETY: forwarded.
         let s = unsafe { kernel_stream(stream) };
