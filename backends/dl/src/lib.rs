@@ -30,7 +30,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use std::error::Error;
-use std::ffi::{CStr, OsStr, c_void};
+use std::ffi::{CStr, OsStr, c_int, c_void};
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
@@ -119,9 +119,21 @@ impl Library {
     /// Loading runs the library's initialisers: they must be sound to run in this process,
     /// now, from this thread.
     pub unsafe fn open(path: impl AsRef<OsStr>) -> Result<Library, DlError> {
+        // SAFETY: forwarded.
+        unsafe { Library::open_with(path, RTLD_NOW | RTLD_GLOBAL) }
+    }
+
+    /// `dlopen`s exactly `path` with `flags` (for example `RTLD_NOW | RTLD_LOCAL |
+    /// RTLD_DEEPBIND`, so that a library whose symbols share names with the program's binds
+    /// its own calls to itself).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Library::open`].
+    pub unsafe fn open_with(path: impl AsRef<OsStr>, flags: c_int) -> Result<Library, DlError> {
         let os = path.as_ref();
         // SAFETY: the caller vouches for the library's initialisers.
-        let opened = unsafe { Handle::open(Some(os), RTLD_NOW | RTLD_GLOBAL) };
+        let opened = unsafe { Handle::open(Some(os), flags) };
         let path = os.to_string_lossy().into_owned();
         let handle = opened.map_err(|e| {
             let attempts = vec![Attempt::new(path.clone(), describe(&e))];
@@ -141,12 +153,27 @@ impl Library {
     pub unsafe fn open_first<T>(
         what: &str,
         candidates: &[impl AsRef<OsStr>],
+        check: impl FnMut(&Library) -> Result<T, String>,
+    ) -> Result<(Library, T), DlError> {
+        // SAFETY: forwarded.
+        unsafe { Library::open_first_with(what, candidates, RTLD_NOW | RTLD_GLOBAL, check) }
+    }
+
+    /// [`Library::open_first`], opening each candidate with `flags`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Library::open`], for every candidate.
+    pub unsafe fn open_first_with<T>(
+        what: &str,
+        candidates: &[impl AsRef<OsStr>],
+        flags: c_int,
         mut check: impl FnMut(&Library) -> Result<T, String>,
     ) -> Result<(Library, T), DlError> {
         let mut attempts = Vec::new();
         for c in candidates {
             // SAFETY: forwarded from the caller.
-            match unsafe { Library::open(c) } {
+            match unsafe { Library::open_with(c, flags) } {
                 Ok(lib) => match check(&lib) {
                     Ok(t) => return Ok((lib, t)),
                     Err(reason) => attempts.push(Attempt::new(lib.path.clone(), reason)),
