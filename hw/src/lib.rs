@@ -2,9 +2,11 @@
 //! SHMEM (`libshmem.so`), both loaded at run time, so that this crate builds on any machine with
 //! no SDK (`docs/hardware.md`).
 //!
-//! Built so far: finding and loading the two libraries ([`load`]). The transport over them is
-//! not built yet.
+//! Built so far: finding and loading the two libraries ([`load`]), and the ACL runtime's raw
+//! function table and error type ([`acl`]). The transport over them is not built yet.
 
+pub mod acl;
 pub mod load;
 
+pub use acl::{Acl, AclError};
 pub use load::{Libraries, LoadError, Places, load};

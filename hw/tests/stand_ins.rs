@@ -84,3 +84,44 @@ fn the_stand_ins_load_from_cann_s_layout_and_cann_shmem_binds_to_itself() {
     );
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn every_acl_function_of_the_table_resolves_and_calls_reach_the_runtime() {
+    use shmem_hw::acl::{self, Acl, AclError};
+    let target = built();
+    let places = Places {
+        acl_library: Some(target.join("libascendcl.so")),
+        shmem_library: Some(target.join("libshmem.so")),
+        ..Places::default()
+    };
+    // SAFETY: the stand-ins' initialisers run nothing that needs more than a process.
+    let libs = unsafe { load(&places) }.expect("the stand-ins load");
+    // SAFETY: the table's types are the runtime's C types (the stand-in's header is generated
+    // from the same table).
+    let rt = unsafe { Acl::new(libs.acl) };
+    rt.resolve_all()
+        .expect("the stand-in exports every function of the table");
+    assert_eq!(acl::FUNCTION_NAMES.len(), 38);
+    // SAFETY: each call gets valid pointers to locals; the device is one the runtime has.
+    unsafe {
+        AclError::check(rt.acl_init().unwrap()(std::ptr::null())).expect("aclInit");
+        let mut n = 0u32;
+        AclError::check(rt.aclrt_get_device_count().unwrap()(&mut n)).expect("device count");
+        assert!(n >= 1, "{n} devices");
+        AclError::check(rt.aclrt_set_device().unwrap()(0)).expect("aclrtSetDevice(0)");
+        let mut p = std::ptr::null_mut();
+        AclError::check(rt.aclrt_malloc().unwrap()(
+            &mut p,
+            4096,
+            acl::ACL_MEM_MALLOC_HUGE_FIRST,
+        ))
+        .expect("aclrtMalloc");
+        assert!(!p.is_null());
+        AclError::check(rt.aclrt_free().unwrap()(p)).expect("aclrtFree");
+        // A bad device id is an AclError with the runtime's code.
+        let e = AclError::check(rt.aclrt_set_device().unwrap()(-1)).expect_err("device -1");
+        assert_ne!(e.0, acl::ACL_SUCCESS);
+        AclError::check(rt.aclrt_reset_device().unwrap()(0)).expect("aclrtResetDevice");
+        AclError::check(rt.acl_finalize().unwrap()()).expect("aclFinalize");
+    }
+}
