@@ -2,7 +2,7 @@
 //! SHMEM (`libshmem.so`), both loaded at run time, so that this crate builds on any machine with
 //! no SDK (`docs/hardware.md`).
 //!
-//! Built so far: finding and loading the two libraries ([`load`]), and the ACL runtime's raw
+//! Built so far: finding and loading the two libraries ([`load()`], module [`mod@load`]), and the ACL runtime's raw
 //! function table and error type ([`acl`]). The transport over them is not built yet.
 
 pub mod acl;
