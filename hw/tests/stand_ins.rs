@@ -125,3 +125,39 @@ fn every_acl_function_of_the_table_resolves_and_calls_reach_the_runtime() {
         AclError::check(rt.acl_finalize().unwrap()()).expect("aclFinalize");
     }
 }
+
+#[test]
+fn features_are_probed_by_symbol_and_an_old_release_refuses_other_instances() {
+    use shmem_hw::Features;
+    let target = built();
+    let places = Places {
+        acl_library: Some(target.join("libascendcl.so")),
+        shmem_library: Some(target.join("libshmem.so")),
+        ..Places::default()
+    };
+    // SAFETY: the stand-ins' initialisers run nothing that needs more than a process.
+    let libs = unsafe { load(&places) }.expect("the stand-ins load");
+    let f = Features::probe(&libs.shmem);
+    assert_eq!(
+        f,
+        Features {
+            multi_instance: true,
+            quiet_on_stream: true
+        }
+    );
+    assert!(f.check_instance(3, &libs.shmem).is_ok());
+    // The ACL runtime has none of CANN SHMEM's calls: as a release before v1.5.0 would.
+    let old = Features::probe(&libs.acl);
+    assert!(!old.multi_instance && !old.quiet_on_stream);
+    assert!(old.check_instance(0, &libs.acl).is_ok());
+    let e = old
+        .check_instance(2, &libs.acl)
+        .expect_err("no multi-instance");
+    assert!(
+        e.contains("instance 2 needs CANN SHMEM's multi-instance calls (v1.5.0 and later)")
+            && e.contains(
+                "aclshmemx_instance_ctx_set, aclshmemx_instance_ctx_get, aclshmemx_finalize"
+            ),
+        "{e}"
+    );
+}
