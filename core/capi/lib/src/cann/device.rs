@@ -109,6 +109,18 @@ fn remote(inst: &Instance, call: &str, addr: *const c_void) -> Result<*mut u8, K
     }
 }
 
+/// The remote operand of `call`: PE `pe` of the block's instance, and this PE's symmetric
+/// address of `addr`.
+fn aim(
+    dev: &MultiDevice<'static>,
+    call: &str,
+    addr: *const c_void,
+    pe: c_int,
+) -> Result<(Pe, *mut u8), KernelError> {
+    let inst = instance(dev, call)?;
+    Ok((target_pe(inst, call, pe)?, remote(inst, call, addr)?))
+}
+
 /// `aclsimd_ub_base`: the block's UB (what `__ubuf__` offsets index).
 #[unsafe(no_mangle)]
 pub extern "C" fn aclsimd_ub_base() -> *mut c_void {
@@ -489,9 +501,7 @@ pub unsafe extern "C" fn aclsimd_p(
     // SAFETY: the contract.
     let call = unsafe { name(call) };
     with_block(&call.clone(), (), |dev| {
-        let inst = instance(dev, &call)?.clone();
-        let pe = target_pe(&inst, &call, pe)?;
-        let d = remote(&inst, &call, dst)?;
+        let (pe, d) = aim(dev, &call, dst, pe)?;
         by_size!(
             width,
             |T| {
@@ -520,9 +530,7 @@ pub unsafe extern "C" fn aclsimd_g(
     // SAFETY: the contract.
     let call = unsafe { name(call) };
     with_block(&call.clone(), (), |dev| {
-        let inst = instance(dev, &call)?.clone();
-        let pe = target_pe(&inst, &call, pe)?;
-        let s = remote(&inst, &call, src)?;
+        let (pe, s) = aim(dev, &call, src, pe)?;
         by_size!(
             width,
             |T| {
@@ -553,9 +561,7 @@ fn signal_op_of(call: &str, op: c_int) -> Result<SignalOp, KernelError> {
 pub extern "C" fn aclsimd_signal_op(sig: *mut i32, signal: i32, op: c_int, pe: c_int) {
     let call = "aclshmemx_signal_op";
     with_block(call, (), |dev| {
-        let inst = instance(dev, call)?.clone();
-        let pe = target_pe(&inst, call, pe)?;
-        let s = remote(&inst, call, sig.cast())?;
+        let (pe, s) = aim(dev, call, sig.cast(), pe)?;
         dev.signal_op(s.cast(), signal, signal_op_of(call, op)?, pe)
     });
 }
@@ -783,9 +789,7 @@ pub unsafe extern "C" fn aclsimd_atomic(
     // SAFETY: the contract.
     let call = unsafe { name(call) };
     with_block(&call.clone(), 0, |dev| {
-        let inst = instance(dev, &call)?.clone();
-        let pe = target_pe(&inst, &call, pe)?;
-        let at = remote(&inst, &call, addr)?;
+        let (pe, at) = aim(dev, &call, addr, pe)?;
         let amo = match op {
             0 => AmoOp::Fetch,
             1 => AmoOp::Set(a),
