@@ -161,3 +161,29 @@ fn features_are_probed_by_symbol_and_an_old_release_refuses_other_instances() {
         "{e}"
     );
 }
+
+#[test]
+fn every_cann_function_of_the_table_resolves_in_the_stand_in_and_answers() {
+    use shmem_hw::Cann;
+    let target = built();
+    let places = Places {
+        acl_library: Some(target.join("libascendcl.so")),
+        shmem_library: Some(target.join("libshmem.so")),
+        ..Places::default()
+    };
+    // SAFETY: the stand-ins' initialisers run nothing that needs more than a process.
+    let libs = unsafe { load(&places) }.expect("the stand-ins load");
+    // SAFETY: the table's types are CANN's C types (a test compiles it against the headers).
+    let cann = unsafe { Cann::new(libs.shmem) };
+    cann.resolve_all()
+        .expect("the project's libshmem.so has every call of the table");
+    assert_eq!(shmem_hw::cann::FUNCTION_NAMES.len(), 23);
+    // SAFETY: the calls take valid pointers to locals, and none needs an initialised library.
+    unsafe {
+        let (mut major, mut minor) = (0, 0);
+        cann.aclshmem_info_get_version().unwrap()(&mut major, &mut minor);
+        assert_eq!((major, minor), (1, 1), "CANN SHMEM's API version");
+        assert_eq!(cann.aclshmem_my_pe().unwrap()(), -1, "no instance yet");
+        assert_eq!(cann.util_get_ffts_config().unwrap()(), 0);
+    }
+}
