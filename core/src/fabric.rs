@@ -88,6 +88,24 @@ macro_rules! on {
     };
 }
 
+/// Why the hw backend cannot open a segment: the vendor libraries are missing (the error names
+/// each and every place looked), or, found, they have no transport over them in this build yet.
+fn hw_unavailable() -> Error {
+    // SAFETY: the search accepts only files that are the ACL runtime and CANN SHMEM (or their
+    // ABI-compatible stand-ins), whose initialisers are made to run in a program's process,
+    // and never this library itself.
+    match unsafe { shmem_hw::load(&shmem_hw::Places::from_env()) } {
+        Err(e) => Error::NotSupported(format!(
+            "{e}; use SHMEM_BACKEND=sim on a machine without CANN"
+        )),
+        Ok(libs) => Error::NotSupported(format!(
+            "the hw backend found {} and {}, but its transport is not part of this build yet; use SHMEM_BACKEND=sim",
+            libs.acl.path(),
+            libs.shmem.path()
+        )),
+    }
+}
+
 impl Fabric {
     /// Opens `backend`'s segment for `spec`, meeting the peers through `exchange`.
     pub(crate) fn open(
@@ -97,10 +115,7 @@ impl Fabric {
     ) -> Result<Fabric> {
         match backend {
             Backend::Sim => Ok(Fabric::Sim(SimTransport::open(spec, exchange)?)),
-            Backend::Hw => Err(Error::NotSupported(
-                "the hw backend (Ascend NPUs) is not part of this build yet; use SHMEM_BACKEND=sim"
-                    .into(),
-            )),
+            Backend::Hw => Err(hw_unavailable()),
         }
     }
 
