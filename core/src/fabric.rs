@@ -98,11 +98,14 @@ fn hw_unavailable() -> Error {
         Err(e) => Error::NotSupported(format!(
             "{e}; use SHMEM_BACKEND=sim on a machine without CANN"
         )),
-        Ok(libs) => Error::NotSupported(format!(
-            "the hw backend found {} and {}, but its transport is not part of this build yet; use SHMEM_BACKEND=sim",
-            libs.acl.path(),
-            libs.shmem.path()
-        )),
+        Ok(libs) => {
+            // SAFETY: the table's types are the runtime's C types.
+            let acl = unsafe { shmem_hw::Acl::new(libs.acl) };
+            Error::NotSupported(format!(
+                "the hw backend found {}, but its transport is not part of this build yet; use SHMEM_BACKEND=sim",
+                shmem_hw::version::report(&acl, &libs.shmem)
+            ))
+        }
     }
 }
 

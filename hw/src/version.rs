@@ -79,6 +79,30 @@ fn version_line(text: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
+/// One line on the loaded libraries, for the report at init: where each was found, the CANN
+/// SHMEM release (`version.info`) and what it has, and the runtime's version (`aclrtGetVersion`).
+pub fn report(acl: &crate::Acl, shmem: &Library) -> String {
+    let shmem_release = release_of(Path::new(shmem.path())).unwrap_or_else(|| "unknown".into());
+    let runtime = acl
+        .aclrt_get_version()
+        .ok()
+        .and_then(|f| {
+            let (mut major, mut minor, mut patch) = (0, 0, 0);
+            // SAFETY: `aclrtGetVersion(int32_t *, int32_t *, int32_t *)` writes three integers.
+            let rc = unsafe { f(&mut major, &mut minor, &mut patch) };
+            (rc == 0).then(|| format!("{major}.{minor}.{patch}"))
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let f = Features::probe(shmem);
+    format!(
+        "CANN SHMEM {} (release {shmem_release}; multi-instance {}, quiet_on_stream {}), ACL runtime {} (version {runtime})",
+        shmem.path(),
+        if f.multi_instance { "yes" } else { "no" },
+        if f.quiet_on_stream { "yes" } else { "no" },
+        acl.library().path(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -187,3 +187,39 @@ fn every_cann_function_of_the_table_resolves_in_the_stand_in_and_answers() {
         assert_eq!(cann.util_get_ffts_config().unwrap()(), 0);
     }
 }
+
+#[test]
+fn the_report_names_both_libraries_the_release_and_the_runtime_version() {
+    use shmem_hw::Acl;
+    let target = built();
+    let places = Places {
+        acl_library: Some(target.join("libascendcl.so")),
+        shmem_library: Some(target.join("libshmem.so")),
+        ..Places::default()
+    };
+    // SAFETY: the stand-ins' initialisers run nothing that needs more than a process.
+    let libs = unsafe { load(&places) }.expect("the stand-ins load");
+    // SAFETY: the table's types are the runtime's C types.
+    let acl = unsafe { Acl::new(libs.acl) };
+    let r = shmem_hw::version::report(&acl, &libs.shmem);
+    assert!(
+        r.starts_with(&format!(
+            "CANN SHMEM {}",
+            target.join("libshmem.so").display()
+        )),
+        "{r}"
+    );
+    assert!(r.contains("multi-instance yes, quiet_on_stream yes"), "{r}");
+    assert!(r.contains("release unknown"), "{r}");
+    assert!(
+        r.contains(&format!(
+            "ACL runtime {}",
+            target.join("libascendcl.so").display()
+        )),
+        "{r}"
+    );
+    assert!(
+        !r.contains("version unknown"),
+        "the stand-in answers aclrtGetVersion: {r}"
+    );
+}
