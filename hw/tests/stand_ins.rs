@@ -48,6 +48,19 @@ fn built() -> PathBuf {
     dir
 }
 
+/// The stand-ins, loaded from where they were built by explicit paths, and that directory.
+fn stand_ins() -> (PathBuf, shmem_hw::Libraries) {
+    let target = built();
+    let places = Places {
+        acl_library: Some(target.join("libascendcl.so")),
+        shmem_library: Some(target.join("libshmem.so")),
+        ..Places::default()
+    };
+    // SAFETY: the stand-ins' initialisers run nothing that needs more than a process.
+    let libs = unsafe { load(&places) }.expect("the stand-ins load");
+    (target, libs)
+}
+
 #[test]
 fn the_stand_ins_load_from_cann_s_layout_and_cann_shmem_binds_to_itself() {
     let target = built();
@@ -88,14 +101,7 @@ fn the_stand_ins_load_from_cann_s_layout_and_cann_shmem_binds_to_itself() {
 #[test]
 fn every_acl_function_of_the_table_resolves_and_calls_reach_the_runtime() {
     use shmem_hw::acl::{self, Acl, AclError};
-    let target = built();
-    let places = Places {
-        acl_library: Some(target.join("libascendcl.so")),
-        shmem_library: Some(target.join("libshmem.so")),
-        ..Places::default()
-    };
-    // SAFETY: the stand-ins' initialisers run nothing that needs more than a process.
-    let libs = unsafe { load(&places) }.expect("the stand-ins load");
+    let (_, libs) = stand_ins();
     // SAFETY: the table's types are the runtime's C types (the stand-in's header is generated
     // from the same table).
     let rt = unsafe { Acl::new(libs.acl) };
@@ -129,14 +135,7 @@ fn every_acl_function_of_the_table_resolves_and_calls_reach_the_runtime() {
 #[test]
 fn features_are_probed_by_symbol_and_an_old_release_refuses_other_instances() {
     use shmem_hw::Features;
-    let target = built();
-    let places = Places {
-        acl_library: Some(target.join("libascendcl.so")),
-        shmem_library: Some(target.join("libshmem.so")),
-        ..Places::default()
-    };
-    // SAFETY: the stand-ins' initialisers run nothing that needs more than a process.
-    let libs = unsafe { load(&places) }.expect("the stand-ins load");
+    let (_, libs) = stand_ins();
     let f = Features::probe(&libs.shmem);
     assert_eq!(
         f,
@@ -165,14 +164,7 @@ fn features_are_probed_by_symbol_and_an_old_release_refuses_other_instances() {
 #[test]
 fn every_cann_function_of_the_table_resolves_in_the_stand_in_and_answers() {
     use shmem_hw::Cann;
-    let target = built();
-    let places = Places {
-        acl_library: Some(target.join("libascendcl.so")),
-        shmem_library: Some(target.join("libshmem.so")),
-        ..Places::default()
-    };
-    // SAFETY: the stand-ins' initialisers run nothing that needs more than a process.
-    let libs = unsafe { load(&places) }.expect("the stand-ins load");
+    let (_, libs) = stand_ins();
     // SAFETY: the table's types are CANN's C types (a test compiles it against the headers).
     let cann = unsafe { Cann::new(libs.shmem) };
     cann.resolve_all()
@@ -191,14 +183,7 @@ fn every_cann_function_of_the_table_resolves_in_the_stand_in_and_answers() {
 #[test]
 fn the_report_names_both_libraries_the_release_and_the_runtime_version() {
     use shmem_hw::Acl;
-    let target = built();
-    let places = Places {
-        acl_library: Some(target.join("libascendcl.so")),
-        shmem_library: Some(target.join("libshmem.so")),
-        ..Places::default()
-    };
-    // SAFETY: the stand-ins' initialisers run nothing that needs more than a process.
-    let libs = unsafe { load(&places) }.expect("the stand-ins load");
+    let (target, libs) = stand_ins();
     // SAFETY: the table's types are the runtime's C types.
     let acl = unsafe { Acl::new(libs.acl) };
     let r = shmem_hw::version::report(&acl, &libs.shmem);
