@@ -34,9 +34,9 @@ fn rust_type(c: &str) -> &'static str {
         "uint64_t" => "u64",
         "aclshmemx_bootstrap_t" => "u32",
         "void" => "()",
-        "aclshmemx_uniqueid_t *" | "aclshmemx_init_attr_t *" | "aclshmem_instance_ctx *" => {
-            "*mut ::std::ffi::c_void"
-        }
+        "aclshmemx_uniqueid_t *" => "*mut crate::cann_types::aclshmemx_uniqueid_t",
+        "aclshmemx_init_attr_t *" => "*mut crate::cann_types::aclshmemx_init_attr_t",
+        "aclshmem_instance_ctx *" => "*mut crate::cann_types::aclshmem_instance_ctx",
         t if ENUMS.iter().any(|(name, _, _)| *name == t) => "::std::ffi::c_int",
         t => panic!("hw/build.rs: no Rust type for the C type `{t}` of the ACL table"),
     }

@@ -8,6 +8,7 @@
 
 pub mod acl;
 pub mod cann;
+pub mod cann_types;
 pub mod load;
 pub mod version;
 

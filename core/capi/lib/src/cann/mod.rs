@@ -47,7 +47,7 @@ pub mod p2p;
 pub mod rma;
 pub mod signal;
 pub mod team;
-pub mod types;
+pub use shmem_hw::cann_types as types;
 
 /// Runs CANN entry `name`: 0, or CANN's code of the failure after logging it in one line.
 pub(crate) fn code(name: &str, f: impl FnOnce() -> Result<()>) -> c_int {

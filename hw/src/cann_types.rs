@@ -1,6 +1,7 @@
 //! CANN's public C types, with their exact layouts (`include/host/shmem_host_def.h`,
-//! `include/host_device/shmem_common_types.h`); the sizes are asserted here and checked from C
-//! against the headers (`conformance/cann/layout.cpp`).
+//! `include/host_device/shmem_common_types.h`), shared by this project's CANN C ABI (which
+//! implements them) and the hardware backend (which passes them to CANN SHMEM); the sizes are
+//! asserted here and checked from C against the headers (`conformance/cann/layout.c`).
 
 #![allow(non_camel_case_types)]
 
