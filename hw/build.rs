@@ -67,6 +67,37 @@ fn param_type(p: &str) -> &str {
     p[..name_start].trim()
 }
 
+/// The `Result` layer over the ACL table: for every function that returns an `aclError`, an
+/// `unsafe fn` of the same name with `try_` before it that resolves the function, calls it and
+/// turns the code into a `Result` (cudarc's "result" layer).
+fn acl_results(functions: &[(&str, &str, &str, &str)]) -> String {
+    let mut out = String::from("impl Acl {\n");
+    for (ret, cname, params, src) in functions {
+        if *ret != "aclError" {
+            continue;
+        }
+        let types: Vec<&str> = match params.trim() {
+            "void" => Vec::new(),
+            p => p.split(',').map(|a| rust_type(param_type(a))).collect(),
+        };
+        let args: Vec<String> = (0..types.len()).map(|i| format!("a{i}")).collect();
+        let decl: Vec<String> = args
+            .iter()
+            .zip(&types)
+            .map(|(a, t)| format!("{a}: {t}"))
+            .collect();
+        let field = snake(cname);
+        let _ = write!(
+            out,
+            "    /// `{cname}({params})` ({src}), as a `Result`.\n    ///\n    /// # Safety\n    ///\n    /// The arguments meet `{cname}`'s C contract.\n    pub unsafe fn try_{field}(&self{}) -> Result<(), crate::HwError> {{\n        let f = self.{field}()?;\n        // SAFETY: the caller meets the C contract; `f` has the table's exact type.\n        let code = unsafe {{ f({}) }};\n        AclError::check(code).map_err(|error| crate::HwError::Acl {{ call: \"{cname}\", error }})\n    }}\n",
+            decl.iter().map(|d| format!(", {d}")).collect::<String>(),
+            args.join(", ")
+        );
+    }
+    out.push_str("}\n");
+    out
+}
+
 /// A `shmem_dl::symbols!` table `name` of `functions`, with `resolve_all` and the C names.
 fn table(name: &str, doc: &str, functions: &[(&str, &str, &str, &str)]) -> String {
     let mut out = format!("shmem_dl::symbols! {{\n    /// {doc}\n    pub struct {name} {{\n");
@@ -122,6 +153,7 @@ fn main() {
         "The ACL runtime's functions this backend may call, resolved on first use.",
         FUNCTIONS,
     ));
+    out.push_str(&acl_results(FUNCTIONS));
     let dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(dir.join("acl_raw.rs"), out).expect("OUT_DIR is writable");
     let cann =

@@ -9,10 +9,12 @@
 pub mod acl;
 pub mod cann;
 pub mod cann_types;
+mod error;
 pub mod load;
 pub mod version;
 
 pub use acl::{Acl, AclError};
 pub use cann::{Cann, ShmemError};
+pub use error::HwError;
 pub use load::{Libraries, LoadError, Places, load};
 pub use version::Features;

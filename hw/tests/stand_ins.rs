@@ -100,7 +100,7 @@ fn the_stand_ins_load_from_cann_s_layout_and_cann_shmem_binds_to_itself() {
 
 #[test]
 fn every_acl_function_of_the_table_resolves_and_calls_reach_the_runtime() {
-    use shmem_hw::acl::{self, Acl, AclError};
+    use shmem_hw::acl::{self, Acl};
     let (_, libs) = stand_ins();
     // SAFETY: the table's types are the runtime's C types (the stand-in's header is generated
     // from the same table).
@@ -110,25 +110,30 @@ fn every_acl_function_of_the_table_resolves_and_calls_reach_the_runtime() {
     assert_eq!(acl::FUNCTION_NAMES.len(), 38);
     // SAFETY: each call gets valid pointers to locals; the device is one the runtime has.
     unsafe {
-        AclError::check(rt.acl_init().unwrap()(std::ptr::null())).expect("aclInit");
+        rt.try_acl_init(std::ptr::null()).expect("aclInit");
         let mut n = 0u32;
-        AclError::check(rt.aclrt_get_device_count().unwrap()(&mut n)).expect("device count");
+        rt.try_aclrt_get_device_count(&mut n).expect("device count");
         assert!(n >= 1, "{n} devices");
-        AclError::check(rt.aclrt_set_device().unwrap()(0)).expect("aclrtSetDevice(0)");
+        rt.try_aclrt_set_device(0).expect("aclrtSetDevice(0)");
         let mut p = std::ptr::null_mut();
-        AclError::check(rt.aclrt_malloc().unwrap()(
-            &mut p,
-            4096,
-            acl::ACL_MEM_MALLOC_HUGE_FIRST,
-        ))
-        .expect("aclrtMalloc");
+        rt.try_aclrt_malloc(&mut p, 4096, acl::ACL_MEM_MALLOC_HUGE_FIRST)
+            .expect("aclrtMalloc");
         assert!(!p.is_null());
-        AclError::check(rt.aclrt_free().unwrap()(p)).expect("aclrtFree");
-        // A bad device id is an AclError with the runtime's code.
-        let e = AclError::check(rt.aclrt_set_device().unwrap()(-1)).expect_err("device -1");
-        assert_ne!(e.0, acl::ACL_SUCCESS);
-        AclError::check(rt.aclrt_reset_device().unwrap()(0)).expect("aclrtResetDevice");
-        AclError::check(rt.acl_finalize().unwrap()()).expect("aclFinalize");
+        rt.try_aclrt_free(p).expect("aclrtFree");
+        // A bad device id is an error naming the call, with the runtime's code.
+        let e = rt.try_aclrt_set_device(-1).expect_err("device -1");
+        match &e {
+            shmem_hw::HwError::Acl { call, error } => {
+                assert_eq!(*call, "aclrtSetDevice");
+                assert_eq!(error.0, acl::ACL_ERROR_RT_INVALID_DEVICEID);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(e.to_string(), "aclrtSetDevice failed: ACL error 107001");
+        // The raw layer is the same call without the Result.
+        assert_eq!(rt.aclrt_set_device().unwrap()(0), acl::ACL_SUCCESS);
+        rt.try_aclrt_reset_device(0).expect("aclrtResetDevice");
+        rt.try_acl_finalize().expect("aclFinalize");
     }
 }
 

@@ -1,0 +1,36 @@
+//! The backend's errors: a library that could not be loaded, a function it lacks, or a call that
+//! failed with the vendor's code.
+
+use shmem_dl::DlError;
+
+use crate::acl::AclError;
+use crate::cann::ShmemError;
+use crate::load::LoadError;
+
+/// What went wrong in the hardware backend.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HwError {
+    /// The vendor libraries could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A loaded library lacks a function the call needs.
+    #[error(transparent)]
+    Missing(#[from] DlError),
+    /// An ACL runtime call failed.
+    #[error("{call} failed: {error}")]
+    Acl {
+        /// The C function.
+        call: &'static str,
+        /// Its `aclError`.
+        error: AclError,
+    },
+    /// A CANN SHMEM call failed.
+    #[error("{call} failed: {error}")]
+    Shmem {
+        /// The C function.
+        call: &'static str,
+        /// Its `aclshmem_error_code_t`.
+        error: ShmemError,
+    },
+}
