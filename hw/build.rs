@@ -67,13 +67,20 @@ fn param_type(p: &str) -> &str {
     p[..name_start].trim()
 }
 
-/// The `Result` layer over the ACL table: for every function that returns an `aclError`, an
-/// `unsafe fn` of the same name with `try_` before it that resolves the function, calls it and
-/// turns the code into a `Result` (cudarc's "result" layer).
-fn acl_results(functions: &[(&str, &str, &str, &str)]) -> String {
-    let mut out = String::from("impl Acl {\n");
+/// The `Result` layer over table `table`: for every function that `returns_code`, an `unsafe fn`
+/// of the same name with `try_` before it that resolves the function, calls it and turns the
+/// code into a `Result` with `check`, failing with `HwError::<variant>` (cudarc's "result"
+/// layer).
+fn results(
+    table: &str,
+    check: &str,
+    variant: &str,
+    functions: &[(&str, &str, &str, &str)],
+    returns_code: impl Fn(&str, &str) -> bool,
+) -> String {
+    let mut out = format!("impl {table} {{\n");
     for (ret, cname, params, src) in functions {
-        if *ret != "aclError" {
+        if !returns_code(ret, cname) {
             continue;
         }
         let types: Vec<&str> = match params.trim() {
@@ -89,7 +96,7 @@ fn acl_results(functions: &[(&str, &str, &str, &str)]) -> String {
         let field = snake(cname);
         let _ = write!(
             out,
-            "    /// `{cname}({params})` ({src}), as a `Result`.\n    ///\n    /// # Safety\n    ///\n    /// The arguments meet `{cname}`'s C contract.\n    pub unsafe fn try_{field}(&self{}) -> Result<(), crate::HwError> {{\n        let f = self.{field}()?;\n        // SAFETY: the caller meets the C contract; `f` has the table's exact type.\n        let code = unsafe {{ f({}) }};\n        AclError::check(code).map_err(|error| crate::HwError::Acl {{ call: \"{cname}\", error }})\n    }}\n",
+            "    /// `{cname}({params})` ({src}), as a `Result`.\n    ///\n    /// # Safety\n    ///\n    /// The arguments meet `{cname}`'s C contract.\n    pub unsafe fn try_{field}(&self{}) -> Result<(), crate::HwError> {{\n        let f = self.{field}()?;\n        // SAFETY: the caller meets the C contract; `f` has the table's exact type.\n        let code = unsafe {{ f({}) }};\n        {check}(code).map_err(|error| crate::HwError::{variant} {{ call: \"{cname}\", error }})\n    }}\n",
             decl.iter().map(|d| format!(", {d}")).collect::<String>(),
             args.join(", ")
         );
@@ -153,7 +160,13 @@ fn main() {
         "The ACL runtime's functions this backend may call, resolved on first use.",
         FUNCTIONS,
     ));
-    out.push_str(&acl_results(FUNCTIONS));
+    out.push_str(&results(
+        "Acl",
+        "AclError::check",
+        "Acl",
+        FUNCTIONS,
+        |ret, _| ret == "aclError",
+    ));
     let dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(dir.join("acl_raw.rs"), out).expect("OUT_DIR is writable");
     let cann =
@@ -162,6 +175,13 @@ fn main() {
                 "Cann",
                 "CANN SHMEM's host calls this backend may call, resolved on first use.",
                 cann::FUNCTIONS,
+            )
+            + &results(
+                "Cann",
+                "ShmemError::check",
+                "Shmem",
+                cann::FUNCTIONS,
+                |_, name| cann::CODE_RETURNING.contains(&name),
             );
     std::fs::write(dir.join("cann_raw.rs"), cann).expect("OUT_DIR is writable");
     println!("cargo:rerun-if-changed=src/cann_table.rs");

@@ -66,3 +66,14 @@ pub const FUNCTIONS: &[(&str, &str, &str, &str)] = &[
     ("void", "aclshmemx_barrier_all_on_stream", "aclrtStream stream", "S cc"),
     ("uint64_t", "util_get_ffts_config", "void", "S p2p"),
 ];
+
+/// The functions whose `int` is CANN's `aclshmem_error_code_t` (the others return a value: a PE,
+/// a count, a status), which get a `Result` form.
+pub const CODE_RETURNING: &[&str] = &[
+    "aclshmemx_get_uniqueid",
+    "aclshmemx_set_attr_uniqueid_args",
+    "aclshmemx_init_attr",
+    "aclshmem_finalize",
+    "aclshmemx_finalize",
+    "aclshmemx_instance_ctx_set",
+];

@@ -182,6 +182,21 @@ fn every_cann_function_of_the_table_resolves_in_the_stand_in_and_answers() {
         assert_eq!((major, minor), (1, 1), "CANN SHMEM's API version");
         assert_eq!(cann.aclshmem_my_pe().unwrap()(), -1, "no instance yet");
         assert_eq!(cann.util_get_ffts_config().unwrap()(), 0);
+        // The Result layer: a refused call names itself and carries CANN's code.
+        let e = cann
+            .try_aclshmemx_init_attr(1, std::ptr::null_mut())
+            .expect_err("no attributes");
+        assert_eq!(
+            e,
+            shmem_hw::HwError::Shmem {
+                call: "aclshmemx_init_attr",
+                error: shmem_hw::ShmemError(-1)
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "aclshmemx_init_attr failed: CANN SHMEM error -1"
+        );
     }
 }
 
