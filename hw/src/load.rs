@@ -159,7 +159,7 @@ fn unique(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
 /// The file this code runs from (the executable, or the shared library that contains it), as
 /// device and inode.
 fn own_file() -> Option<(u64, u64)> {
-    let mut info: libc::Dl_info = unsafe_zeroed_dl_info();
+    let mut info: libc::Dl_info = empty_dl_info();
     let here = own_file as *const () as *const libc::c_void;
     // SAFETY: `dladdr` fills `info` for an address of this process; `here` is one.
     if unsafe { libc::dladdr(here, &mut info) } == 0 || info.dli_fname.is_null() {
@@ -172,7 +172,7 @@ fn own_file() -> Option<(u64, u64)> {
 }
 
 /// An all-zero `Dl_info` (plain pointers).
-fn unsafe_zeroed_dl_info() -> libc::Dl_info {
+fn empty_dl_info() -> libc::Dl_info {
     libc::Dl_info {
         dli_fname: std::ptr::null(),
         dli_fbase: std::ptr::null_mut(),

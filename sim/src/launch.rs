@@ -294,7 +294,7 @@ fn run(kernel: &Kernel, block_dim: u32) -> Result<(), TransportError> {
             };
             let body = kernel.body.clone();
             let done = done.clone();
-            crate::core_pool::run(Box::new(move || {
+            crate::core_pool::POOL.run(Box::new(move || {
                 let _running = Running::start();
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut core)))
                     .unwrap_or_else(|p| {

@@ -12,7 +12,7 @@ use shmem_core::{Error, Instance, Result};
 
 use super::device;
 use super::kernel::{kernel_stream, run_rust_block};
-use super::rma::run;
+use super::rma::{device_operand, not_symmetric, run};
 
 /// An address carried into a kernel (read only by its block).
 #[derive(Clone, Copy)]
@@ -64,9 +64,7 @@ fn target(pe: c_int) -> Result<(Instance, c_int)> {
 fn symmetric(inst: &Instance, p: *const c_void, len: usize, what: &str) -> Result<()> {
     match inst.offset_of(p.cast(), len.max(1)) {
         Some(_) => Ok(()),
-        None => Err(Error::InvalidParam(format!(
-            "the {what} ({len} bytes at {p:p}) is not symmetric memory of the instance"
-        ))),
+        None => Err(not_symmetric(what, p, len)),
     }
 }
 
@@ -76,13 +74,7 @@ fn local(inst: &Instance, p: *const c_void, len: usize, what: &str) -> Result<Ad
     if inst.offset_of(p.cast(), len.max(1)).is_some() {
         return Ok(Addr::of(p));
     }
-    super::acl::device_alias(p, len.max(1))
-        .map(|a| Addr::of(a.cast_const()))
-        .ok_or_else(|| {
-            Error::InvalidParam(format!(
-                "the {what} ({len} bytes at {p:p}) is neither symmetric memory of the instance nor device memory from aclrtMalloc"
-            ))
-        })
+    device_operand(p, len.max(1), what).map(|a| Addr::of(a.cast_const()))
 }
 
 /// A put (`get == 0`) or get of `len` bytes on a stream.

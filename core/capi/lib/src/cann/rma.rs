@@ -97,9 +97,24 @@ fn symmetric<'a>(
     len: usize,
     what: &str,
 ) -> Result<shmem_core::SymSlice<'a, u8>> {
-    ctx.as_ref().view_at(p.cast::<u8>(), len).map_err(|_| {
+    ctx.as_ref()
+        .view_at(p.cast::<u8>(), len)
+        .map_err(|_| not_symmetric(what, p, len))
+}
+
+/// The refusal of `len` bytes at `p` as the `what` operand: not symmetric memory.
+pub(crate) fn not_symmetric(what: &str, p: *const c_void, len: usize) -> Error {
+    Error::InvalidParam(format!(
+        "the {what} ({len} bytes at {p:p}) is not symmetric memory of the instance"
+    ))
+}
+
+/// Where the ACL runtime reaches `len` bytes of device memory at `p` (from `aclrtMalloc`), or
+/// the refusal of them as the `what` operand: host memory is `INVALID_PARAM`, as on an NPU.
+pub(crate) fn device_operand(p: *const c_void, len: usize, what: &str) -> Result<*mut u8> {
+    super::acl::device_alias(p, len).ok_or_else(|| {
         Error::InvalidParam(format!(
-            "the {what} ({len} bytes at {p:p}) is not symmetric memory of the instance"
+            "the {what} ({len} bytes at {p:p}) is neither symmetric memory of the instance nor device memory from aclrtMalloc"
         ))
     })
 }
@@ -119,11 +134,7 @@ fn with_device(
     what: &str,
     f: impl FnOnce(shmem_core::DeviceRange) -> Result<()>,
 ) -> Result<()> {
-    let alias = super::acl::device_alias(p, len).ok_or_else(|| {
-        Error::InvalidParam(format!(
-            "the {what} ({len} bytes at {p:p}) is neither symmetric memory of the instance nor device memory from aclrtMalloc"
-        ))
-    })?;
+    let alias = device_operand(p, len, what)?;
     let _one = DEVICE_OPERANDS.lock().unwrap_or_else(|p| p.into_inner());
     // SAFETY: the runtime's alias of a live allocation stays mapped while the program keeps the
     // allocation, which it must while the operation may run (CANN's contract).
