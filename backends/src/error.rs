@@ -102,6 +102,10 @@ pub enum TransportError {
     /// The peers disagree about the segment or cannot share memory with this PE.
     #[error("cannot attach the peers' segments: {0}")]
     Attach(String),
+    /// A call into a device runtime failed (the ACL runtime or CANN SHMEM under the hardware
+    /// backend), named with its code.
+    #[error("the device runtime failed: {0}")]
+    Device(String),
     /// An operating-system call failed.
     #[error("{context}: {source}")]
     Os {

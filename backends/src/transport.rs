@@ -14,6 +14,9 @@ use crate::{
 /// `n_pes` PEs. Every PE of the instance opens the same size.
 #[derive(Clone)]
 pub struct SegmentSpec {
+    /// The instance's id (CANN's `instance_id`), which a transport over a vendor library
+    /// that has instances of its own passes on.
+    pub instance: u64,
     /// This PE's number inside the instance.
     pub my_pe: Pe,
     /// The number of PEs of the instance.
@@ -39,6 +42,7 @@ pub struct SegmentSpec {
 impl fmt::Debug for SegmentSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SegmentSpec")
+            .field("instance", &self.instance)
             .field("my_pe", &self.my_pe)
             .field("n_pes", &self.n_pes)
             .field("size", &self.size)
@@ -206,6 +210,10 @@ pub struct BarrierSpec {
     pub release: usize,
     /// This barrier's number on the team: 1 for the first one.
     pub epoch: u64,
+    /// Whether the team is the instance's world team (whose barriers a program makes one at a
+    /// time on each PE, as every team's), which a transport may serve with a barrier of the
+    /// whole instance.
+    pub world: bool,
 }
 
 impl BarrierSpec {
@@ -588,6 +596,14 @@ pub trait Transport: Send + Sync + Sized + 'static {
     ) -> Result<(), TransportError> {
         // SAFETY: forwarded from this function's contract.
         unsafe { sync::tree_barrier(self, q, b, what) }
+    }
+
+    /// Releases what the transport holds apart from memory, when the instance is finalised
+    /// (every PE calls it, after its last quiet and before the bootstrap closes): a transport
+    /// over a vendor library ends the vendor's instance here, so that the id can be created
+    /// again while handles to the finalised instance live on. The default holds nothing.
+    fn finalize(&self) -> Result<(), TransportError> {
+        Ok(())
     }
 
     /// The error of an operation this transport does not provide.

@@ -38,7 +38,7 @@ use crate::wait::wait_until;
 ///     fn barrier(&mut self) -> Result<(), TransportError> { Ok(()) }
 /// }
 /// let spec = SegmentSpec {
-///     my_pe: 0, n_pes: 1, size: 1 << 20, label: "doc".into(),
+///     instance: 0, my_pe: 0, n_pes: 1, size: 1 << 20, label: "doc".into(),
 ///     attach_timeout: std::time::Duration::from_secs(5),
 ///     caps: Capabilities::ALL, watchdog: std::sync::Arc::new(Patient), device_memory: false,
 /// };

@@ -348,6 +348,7 @@ fn stream_work_runs_in_order_with_waits_and_barriers() {
             arrive: 128,
             release: 192,
             epoch,
+            world: true,
         };
         // SAFETY: both PEs exist and every word and range lies inside the segment.
         unsafe {

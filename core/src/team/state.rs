@@ -181,6 +181,7 @@ impl TeamState {
             arrive: (self.slot + words::ARRIVE) as usize,
             release: (self.slot + words::RELEASE) as usize,
             epoch: self.epoch.fetch_add(1, Ordering::Relaxed) + 1,
+            world: self.index == WORLD_INDEX,
         }
     }
 

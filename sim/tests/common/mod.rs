@@ -121,6 +121,7 @@ pub fn run_with<F>(
             std::thread::spawn(move || {
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let spec = SegmentSpec {
+                        instance: 0,
                         my_pe: pe,
                         n_pes: n,
                         size: 1 << 20,
