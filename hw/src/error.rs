@@ -17,6 +17,9 @@ pub enum HwError {
     /// A loaded library lacks a function the call needs.
     #[error(transparent)]
     Missing(#[from] DlError),
+    /// A setting of the backend has a value it cannot use.
+    #[error("{0}")]
+    Setting(String),
     /// An ACL runtime call failed.
     #[error("{call} failed: {error}")]
     Acl {
