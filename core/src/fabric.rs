@@ -27,6 +27,10 @@ use crate::error::{Error, Result};
 pub(crate) enum Fabric {
     /// The multi-process shared-memory simulator.
     Sim(SimTransport),
+    /// Ascend NPUs through the ACL runtime and CANN SHMEM (not in a stand-in build, which
+    /// plays the hardware itself).
+    #[cfg(not(feature = "stand-in"))]
+    Hw(shmem_hw::HwTransport),
 }
 
 /// A completion queue of a [`Fabric`].
@@ -34,6 +38,9 @@ pub(crate) enum Fabric {
 pub(crate) enum Queue {
     /// A queue of the simulator.
     Sim(shmem_sim::SimQueue),
+    /// A queue of the hardware backend.
+    #[cfg(not(feature = "stand-in"))]
+    Hw(shmem_hw::HwQueue),
 }
 
 /// An in-order stream of work on the device of this PE, that contexts can be made from
@@ -79,34 +86,40 @@ macro_rules! on {
     ($fabric:expr, |$t:ident| $body:expr) => {
         match $fabric {
             Fabric::Sim($t) => $body,
+            #[cfg(not(feature = "stand-in"))]
+            Fabric::Hw($t) => $body,
         }
     };
     ($fabric:expr, $queue:expr, |$t:ident, $q:ident| $body:expr) => {
         match ($fabric, $queue) {
             (Fabric::Sim($t), Queue::Sim($q)) => $body,
+            #[cfg(not(feature = "stand-in"))]
+            (Fabric::Hw($t), Queue::Hw($q)) => $body,
+            #[cfg(not(feature = "stand-in"))]
+            _ => unreachable!("a queue only meets the transport that made it"),
         }
     };
 }
 
-/// Why the hw backend cannot open a segment: the vendor libraries are missing (the error names
-/// each and every place looked), or, found, they have no transport over them in this build yet.
-fn hw_unavailable() -> Error {
-    // SAFETY: the search accepts only files that are the ACL runtime and CANN SHMEM (or their
-    // ABI-compatible stand-ins), whose initialisers are made to run in a program's process,
-    // and never this library itself.
-    match unsafe { shmem_hw::load(&shmem_hw::Places::from_env()) } {
-        Err(e) => Error::NotSupported(format!(
-            "{e}; use SHMEM_BACKEND=sim on a machine without CANN"
-        )),
-        Ok(libs) => {
-            // SAFETY: the table's types are the runtime's C types.
-            let acl = unsafe { shmem_hw::Acl::new(libs.acl) };
-            Error::NotSupported(format!(
-                "the hw backend found {}, but its transport is not part of this build yet; use SHMEM_BACKEND=sim",
-                shmem_hw::version::report(&acl, &libs.shmem)
-            ))
-        }
+/// The hardware backend's transport, or why it cannot be had: the vendor libraries are
+/// missing (`NotSupported`, naming each and every place looked), or a call failed.
+#[cfg(not(feature = "stand-in"))]
+fn open_hw(spec: SegmentSpec, exchange: &mut dyn Exchange) -> Result<Fabric> {
+    use shmem_backend::Transport as _;
+    match shmem_hw::HwTransport::open(spec, exchange) {
+        Ok(t) => Ok(Fabric::Hw(t)),
+        // What the loaded libraries cannot do says it all (the libraries, the release).
+        Err(TransportError::Unsupported { what, .. }) => Err(Error::NotSupported(what)),
+        Err(e) => Err(e.into()),
     }
+}
+
+/// A stand-in build plays the hardware: its instances run on the simulator with heaps of
+/// device memory, whatever backend is asked for, and it never loads a vendor library.
+#[cfg(feature = "stand-in")]
+fn open_hw(mut spec: SegmentSpec, exchange: &mut dyn Exchange) -> Result<Fabric> {
+    spec.device_memory = true;
+    Ok(Fabric::Sim(SimTransport::open(spec, exchange)?))
 }
 
 impl Fabric {
@@ -118,7 +131,7 @@ impl Fabric {
     ) -> Result<Fabric> {
         match backend {
             Backend::Sim => Ok(Fabric::Sim(SimTransport::open(spec, exchange)?)),
-            Backend::Hw => Err(hw_unavailable()),
+            Backend::Hw => open_hw(spec, exchange),
         }
     }
 
@@ -143,17 +156,29 @@ impl Fabric {
     }
 
     pub(crate) fn new_queue(&self) -> Queue {
-        on!(self, |t| Queue::Sim(t.new_queue()))
+        match self {
+            Fabric::Sim(t) => Queue::Sim(t.new_queue()),
+            #[cfg(not(feature = "stand-in"))]
+            Fabric::Hw(t) => Queue::Hw(t.new_queue()),
+        }
     }
 
     /// A queue for the core's own protocols (see [`Transport::new_internal_queue`]).
     pub(crate) fn new_internal_queue(&self) -> Queue {
-        on!(self, |t| Queue::Sim(t.new_internal_queue()))
+        match self {
+            Fabric::Sim(t) => Queue::Sim(t.new_internal_queue()),
+            #[cfg(not(feature = "stand-in"))]
+            Fabric::Hw(t) => Queue::Hw(t.new_internal_queue()),
+        }
     }
 
     pub(crate) fn stream_queue(&self, stream: &Stream) -> Result<Queue> {
         match (self, stream) {
             (Fabric::Sim(t), Stream::Sim(s)) => Ok(Queue::Sim(t.stream_queue(s)?)),
+            #[cfg(not(feature = "stand-in"))]
+            (Fabric::Hw(t), Stream::Sim(_)) => {
+                Err(t.unsupported("queues on the program's streams").into())
+            }
         }
     }
 
@@ -393,6 +418,10 @@ impl Fabric {
     }
 
     #[inline]
+    pub(crate) fn finalize(&self) -> Result<()> {
+        Ok(on!(self, |t| t.finalize())?)
+    }
+
     pub(crate) fn quiet(&self, q: &Queue) -> Result<()> {
         Ok(on!(self, q, |t, q| t.quiet(q))?)
     }

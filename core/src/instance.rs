@@ -185,6 +185,7 @@ impl Instance {
         let boot: Arc<dyn Bootstrap> = bootstrap::join(attrs)?.into();
         let state = Arc::new(AtomicU8::new(LIVE));
         let spec = SegmentSpec {
+            instance: attrs.instance_id,
             my_pe,
             n_pes,
             size,
@@ -354,7 +355,7 @@ impl Instance {
         Error::NotSupported(format!(
             "{what}: the {} transport{} cannot do this",
             p.name,
-            if p.caps == p.caps.restrict(Capabilities::CANN) {
+            if p.name == "sim" && p.caps == p.caps.restrict(Capabilities::CANN) {
                 " (with the CANN transport's capabilities, SHMEM_PROFILE=cann)"
             } else {
                 ""
@@ -479,6 +480,7 @@ impl Instance {
         }
         let r = (|| {
             self.fabric().quiet(&self.inner.queue)?;
+            self.fabric().finalize()?;
             self.inner.boot.finalize().map_err(Error::from)
         })();
         INSTANCES.release(self.inner.id);

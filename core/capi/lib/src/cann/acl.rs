@@ -36,3 +36,9 @@ pub(crate) fn device_alias(p: *const c_void, len: usize) -> Option<*mut u8> {
     let rc = unsafe { f(p, len, &mut alias) };
     (rc == 0 && !alias.is_null()).then_some(alias.cast())
 }
+
+/// Whether the loaded runtime can tell device memory from host memory (the stand-in's
+/// `aclsimDeviceAlias`; ACL itself has no such query).
+pub(crate) fn tells_device_memory() -> bool {
+    device_alias_fn().is_some()
+}

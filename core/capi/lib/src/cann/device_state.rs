@@ -113,6 +113,10 @@ unsafe fn put<T: Copy>(s: *mut u8, off: usize, v: T) {
 
 /// Publishes the state of `inst` (after its init).
 pub(crate) fn publish(inst: &Instance) {
+    if inst.backend_name() != "sim" {
+        // Kernels run on the simulator's cores only; on hw the device has CANN's own state.
+        return;
+    }
     let id = inst.id();
     let heap = inst.heap_base();
     let bases: Box<[u64]> = (0..inst.n_pes())

@@ -44,7 +44,12 @@ fn default_stream(inst: &Instance) -> Result<Arc<DefaultStream>> {
         return Ok(d.clone());
     }
     let stream = Stream::new();
-    let ctx = inst.stream_ctx(&stream)?;
+    let ctx = if inst.capabilities().streams {
+        inst.stream_ctx(&stream)?
+    } else {
+        // The hw backend runs every host call on a stream of its own, in call order.
+        inst.ctx_create(shmem_core::CtxOptions::default())?
+    };
     let d = Arc::new(DefaultStream { stream, ctx });
     all.insert(inst.id(), d.clone());
     Ok(d)
@@ -82,6 +87,10 @@ pub(crate) fn forget(id: u64) {
 /// is a handle of the simulator's stream executor.
 pub(crate) unsafe fn context_for(inst: &Instance, stream: *mut c_void) -> Result<Context> {
     if stream.is_null() {
+        if !inst.capabilities().streams {
+            // The hw backend runs every host call on a stream of its own, in call order.
+            return inst.ctx_create(shmem_core::CtxOptions::default());
+        }
         // A context of its own on the default stream: the same stream, so the same order.
         return inst.stream_ctx(&default_stream(inst)?.stream);
     }
@@ -134,7 +143,17 @@ fn with_device(
     what: &str,
     f: impl FnOnce(shmem_core::DeviceRange) -> Result<()>,
 ) -> Result<()> {
-    let alias = device_operand(p, len, what)?;
+    // The simulator reaches device memory through the runtime stand-in's alias of it; the hw
+    // backend hands the device address itself to CANN SHMEM, after the same check where the
+    // loaded runtime can tell device memory (the stand-in can; CANN's runtime checks it then).
+    let alias = match device_operand(p, len, what) {
+        Ok(alias) if inst.backend_name() == "sim" => alias,
+        Ok(_) => p.cast_mut().cast(),
+        Err(e) if inst.backend_name() == "sim" || super::acl::tells_device_memory() => {
+            return Err(e);
+        }
+        Err(_) => p.cast_mut().cast(),
+    };
     let _one = DEVICE_OPERANDS.lock().unwrap_or_else(|p| p.into_inner());
     // SAFETY: the runtime's alias of a live allocation stays mapped while the program keeps the
     // allocation, which it must while the operation may run (CANN's contract).
