@@ -17,6 +17,7 @@
 pub mod cases;
 mod ctx;
 pub mod runner;
+pub mod stand_ins;
 
 pub use ctx::{CASE_HEAP, Ctx, Failure, Outcome};
 
@@ -42,6 +43,9 @@ pub struct Case {
     /// Whether the case needs an IPv6 loopback address; without one its trials are reported
     /// ignored, with the reason.
     pub needs_ipv6: bool,
+    /// What the case needs of the backend beyond the semantics every backend provides; on a
+    /// backend without it the case's trials are reported ignored, with the reason.
+    pub needs: &'static [Need],
     /// The body, run on every PE.
     pub run: fn(&Ctx) -> Outcome,
 }
@@ -68,6 +72,63 @@ pub enum Expect {
     },
 }
 
+/// What a case may need of a backend beyond what every backend provides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Remote atomics issued by the host, and the locks built on them.
+    HostAtomics,
+    /// Host loads and stores of symmetric memory (`ptr`, `shmem_ptr`).
+    HostMapping,
+    /// Kernels running on the simulator's AI cores.
+    SimulatedCores,
+    /// Queues made from the program's [`shmem::Stream`]s.
+    ProgramStreams,
+    /// The simulator's strict completion mode, which delays and reorders what a missing quiet
+    /// or fence leaves unordered, so that the case can see it.
+    StrictReordering,
+    /// The simulator's own segments (shared-memory files, their descriptors, their memory).
+    SimulatorSegments,
+    /// Instances created and finalised by concurrent threads of one PE.
+    ConcurrentInstanceCalls,
+    /// `SHMEM_UID_SESSION_ID` for the program's own unique id alone.
+    OwnSessionAddress,
+}
+
+impl Need {
+    /// Why `backend` lacks this, or `None` when it has it.
+    pub fn missing_on(self, backend: &str) -> Option<&'static str> {
+        if backend != "hw" {
+            return None;
+        }
+        Some(match self {
+            Need::HostAtomics => {
+                "CANN SHMEM's host API has no remote atomics, so the hw backend has no host atomics or locks"
+            }
+            Need::HostMapping => {
+                "on Ascend every heap is device memory, which host code cannot load or store"
+            }
+            Need::SimulatedCores => {
+                "kernels run on the simulator's AI cores; on hw they are AscendC kernels on the NPU"
+            }
+            Need::ProgramStreams => {
+                "shmem::Stream is the simulator's executor; on hw the program's aclrtStreams reach CANN's _on_stream calls directly"
+            }
+            Need::StrictReordering => {
+                "the hw backend completes every operation in stream order, so there is nothing for the simulator's strict mode to reorder"
+            }
+            Need::SimulatorSegments => {
+                "it measures the simulator's own segments (files, descriptors, memory), which through the stand-ins every instance has twice"
+            }
+            Need::ConcurrentInstanceCalls => {
+                "CANN SHMEM keeps its active instance in process-global state, so on hw instances are created and finalised one at a time per PE"
+            }
+            Need::OwnSessionAddress => {
+                "SHMEM_UID_SESSION_ID names one address, which CANN SHMEM's own unique id takes too; on hw use SHMEM_UID_SOCK_IFNAME"
+            }
+        })
+    }
+}
+
 /// The PE counts of the suite: 1, 2, 4 and an oversubscribed 8.
 pub const STANDARD_PES: &[u32] = &[1, 2, 4, 8];
 /// At least two PEs.
@@ -86,8 +147,14 @@ impl Case {
             timeout_secs: 60,
             via: Via::Shmemrun,
             needs_ipv6: false,
+            needs: &[],
             run,
         }
+    }
+
+    /// The same case, which needs `needs` of the backend.
+    pub const fn needs(self, needs: &'static [Need]) -> Case {
+        Case { needs, ..self }
     }
 
     /// The same case, which needs an IPv6 loopback address.

@@ -20,6 +20,10 @@ pub const FULL_VAR: &str = "SHMEM_CONFORMANCE_FULL";
 /// The variable naming the backend under test.
 pub const BACKEND_VAR: &str = "SHMEM_BACKEND";
 
+/// Environment every trial's PEs get for the backend under test (for `hw`: where the
+/// stand-ins are).
+static BACKEND_ENV: std::sync::OnceLock<Vec<(&'static str, String)>> = std::sync::OnceLock::new();
+
 /// Ports handed out to trials: blocks of `PORT_BLOCK` in `[PORT_BASE, PORT_BASE + PORT_SPAN)`,
 /// below Linux's ephemeral range so no client connection can take one.
 const PORT_BASE: u16 = 20000;
@@ -37,6 +41,17 @@ fn full_tier() -> bool {
 pub fn main(backend: &'static str) -> ! {
     if let Ok(name) = std::env::var(CASE_VAR) {
         run_pe(&name, backend)
+    }
+    if backend == "hw" {
+        match crate::stand_ins::build() {
+            Ok(env) => {
+                let _ = BACKEND_ENV.set(env);
+            }
+            Err(e) => {
+                eprintln!("conformance: {e}");
+                std::process::exit(1)
+            }
+        }
     }
     let mut args = Arguments::from_args();
     if args.test_threads.is_none() {
@@ -101,7 +116,9 @@ pub fn trials(backend: &'static str) -> Vec<Trial> {
         for n in counts {
             let name = format!("{}::pes{n}", case.name);
             // A trial that cannot run here is ignored, never passed, and says why.
-            let missing = if case.needs_ipv6 && !has_ipv6_loopback() {
+            let missing = if let Some(why) = case.needs.iter().find_map(|n| n.missing_on(backend)) {
+                Some(why)
+            } else if case.needs_ipv6 && !has_ipv6_loopback() {
                 Some("this host has no IPv6 loopback address")
             } else if case.via == Via::Mpirun && mpirun().is_none() {
                 Some("Open MPI's mpirun is not installed (apt-get install openmpi-bin)")
@@ -229,6 +246,9 @@ fn run_trial(case: Case, n: u32, backend: &'static str) -> Result<(), Failed> {
         .timeout(Duration::from_secs(case.timeout_secs))
         .output(Output::Capture)
         .quiet(true);
+    for (k, v) in BACKEND_ENV.get().into_iter().flatten() {
+        job = job.env(k, v);
+    }
     for (k, v) in case.env {
         job = job.env(k, v);
     }
@@ -346,6 +366,9 @@ fn run_mpirun_trial(
     .stderr(Stdio::piped());
     for v in shmem_sim::launcher::env::ALL {
         cmd.env_remove(v);
+    }
+    for (k, v) in BACKEND_ENV.get().into_iter().flatten() {
+        cmd.env(k, v);
     }
     for (k, v) in case.env {
         cmd.env(k, v);

@@ -1,6 +1,6 @@
 //! The cases, by area. Each module's `cases()` lists its own; [`all`] joins them.
 
-use crate::Case;
+use crate::{Case, Need};
 
 pub mod amo;
 pub mod coll;
@@ -30,23 +30,120 @@ pub fn all() -> Vec<Case> {
         ptr::cases(),
         rma::cases(),
         sync::cases(),
-        stream::cases(),
+        needing(stream::cases(), &[Need::ProgramStreams]),
         order::cases(),
         ctx::cases(),
-        amo::cases(),
+        needing(amo::cases(), &[Need::HostAtomics]),
         signal::cases(),
         p2p::cases(),
-        lock::cases(),
+        needing(lock::cases(), &[Need::HostAtomics]),
         team::cases(),
         threads::cases(),
         coll::cases(),
-        kernel::cases(),
+        needing(kernel::cases(), &[Need::SimulatedCores]),
         multi_instance::cases(),
         multi_instance::uid_cases(),
         isolation::cases(),
         model::cases(),
     ]
     .concat()
+    .into_iter()
+    .map(|c| match NEEDS.iter().find(|(name, _)| *name == c.name) {
+        Some((_, needs)) => c.needs(needs),
+        None => c,
+    })
+    .collect()
+}
+
+/// What single cases of areas that otherwise run everywhere need (whole areas are marked in
+/// [`all`]); a test checks that every name here is a case.
+const NEEDS: &[(&str, &[Need])] = &[
+    (
+        "ctx::cann_profile_keeps_contexts_and_streams",
+        &[Need::ProgramStreams],
+    ),
+    (
+        "ctx::nostore_context_keeps_every_operation",
+        &[Need::HostAtomics],
+    ),
+    (
+        "ctx::quiet_completes_only_its_own_context",
+        &[Need::StrictReordering],
+    ),
+    (
+        "ctx::team_context_numbers_pes_in_the_team",
+        &[Need::HostAtomics],
+    ),
+    (
+        "init::descriptor_limit_raised_only_as_needed",
+        &[Need::SimulatorSegments],
+    ),
+    ("init::peer_death_ends_a_lock_wait", &[Need::HostAtomics]),
+    (
+        "order::missing_fence_before_a_p_flag",
+        &[Need::StrictReordering],
+    ),
+    (
+        "order::missing_fence_before_a_put_flag",
+        &[Need::StrictReordering],
+    ),
+    (
+        "order::missing_fence_before_a_signal_flag",
+        &[Need::StrictReordering],
+    ),
+    (
+        "order::missing_fence_before_an_amo_flag",
+        &[Need::StrictReordering],
+    ),
+    (
+        "order::strict_mode_catches_a_missing_quiet",
+        &[Need::StrictReordering],
+    ),
+    ("p2p::released_by_atomics_and_signals", &[Need::HostAtomics]),
+    (
+        "p2p::released_by_atomics_and_signals_on_instance1",
+        &[Need::HostAtomics],
+    ),
+    ("ptr::arithmetic_and_bounds", &[Need::HostMapping]),
+    ("ptr::load_store_through_ptr", &[Need::HostMapping]),
+    ("team::shared_team_is_the_world", &[Need::HostMapping]),
+    (
+        "threads::splits_of_two_parents_in_opposite_orders",
+        &[Need::HostMapping],
+    ),
+    (
+        "isolation::amo_on_a_context_of_another_instance",
+        &[Need::HostAtomics],
+    ),
+    (
+        "isolation::amo_nbi_in_a_scope_of_another_instance",
+        &[Need::HostAtomics],
+    ),
+    (
+        "isolation::lock_on_a_context_of_another_instance",
+        &[Need::HostAtomics],
+    ),
+    (
+        "model::random_epochs_against_a_sequential_model",
+        &[Need::HostAtomics],
+    ),
+    (
+        "multi_instance::two_hundred_fifty_five_live_instances",
+        &[Need::SimulatorSegments],
+    ),
+    (
+        "multi_instance::threads_drive_their_own_instances",
+        &[Need::ConcurrentInstanceCalls],
+    ),
+    (
+        "multi_instance::unique_id_from_the_environment",
+        &[Need::OwnSessionAddress],
+    ),
+];
+
+/// `cases`, each needing `needs`.
+fn needing(cases: Vec<Case>, needs: &'static [Need]) -> Vec<Case> {
+    cases.into_iter().map(|c| c.needs(needs)).collect()
 }
 
 /// Polls `probe` until it returns `Some`, yielding between polls, for at most `patience`.
@@ -121,4 +218,15 @@ pub(crate) fn capture_log() -> crate::Outcome {
 /// The log lines captured since the last call.
 pub(crate) fn logged() -> String {
     String::from_utf8_lossy(&std::mem::take(&mut *LOGGED.lock().unwrap())).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_case_named_in_the_needs_table_exists() {
+        let all = super::all();
+        for (name, _) in super::NEEDS {
+            assert!(all.iter().any(|c| c.name == *name), "{name} is not a case");
+        }
+    }
 }

@@ -1,0 +1,82 @@
+//! The hardware's stand-ins, which the suite's `hw` trials load in place of the vendor
+//! libraries: this project's `libascendcl.so` and its `libshmem.so` built with the core's
+//! `stand-in` feature (it plays CANN SHMEM on the simulator and has no hw backend of its own),
+//! as separate artifacts under `target/stand-in/`, never the files the program itself links.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The cargo profile and the workspace's target directory of the running test binary
+/// (`target/<profile>/deps/<test>`).
+fn target_of(exe: &Path) -> Option<(PathBuf, String)> {
+    let profile_dir = exe.parent()?.parent()?;
+    let profile = profile_dir.file_name()?.to_string_lossy().into_owned();
+    Some((profile_dir.parent()?.to_path_buf(), profile))
+}
+
+/// Builds the stand-ins for the profile of the running test binary and returns the
+/// environment that points the hw backend at them (`SHMEM_HW_ACL_LIBRARY`,
+/// `SHMEM_HW_SHMEM_LIBRARY`).
+pub fn build() -> Result<Vec<(&'static str, String)>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+    let (target, profile) =
+        target_of(&exe).ok_or_else(|| format!("{} is not in a target directory", exe.display()))?;
+    let dir = target.join("stand-in");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let cargo_profile = if profile == "debug" { "dev" } else { &profile };
+    let out = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "--lib",
+            "-p",
+            "shmem-c",
+            "-p",
+            "shmem-acl",
+            "--features",
+            "shmem-c/stand-in",
+            "--profile",
+            cargo_profile,
+            "--target-dir",
+        ])
+        .arg(&dir)
+        .output()
+        .map_err(|e| format!("cannot run cargo to build the stand-ins: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "building the stand-ins failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    // Laid out as CANN installs them, each library in a directory of its own, so that the
+    // runtime's directory can go on LD_LIBRARY_PATH (as the toolkit's set_env.sh puts it)
+    // without bringing the stand-in libshmem.so with it.
+    let built = dir.join(&profile);
+    let root = built.join("cann");
+    let acl = root.join("ascend/lib64/libascendcl.so");
+    let shmem = root.join("shmem/shmem/lib/libshmem.so");
+    for (from, to) in [("libascendcl.so", &acl), ("libshmem.so", &shmem)] {
+        place(&built.join(from), to)?;
+    }
+    Ok(vec![
+        ("SHMEM_HW_ACL_LIBRARY", acl.display().to_string()),
+        ("SHMEM_HW_SHMEM_LIBRARY", shmem.display().to_string()),
+    ])
+}
+
+/// The directory of the runtime stand-in in `env` (what `LD_LIBRARY_PATH` gets for a C
+/// program, which links the runtime itself).
+pub fn runtime_dir(env: &[(&'static str, String)]) -> Option<PathBuf> {
+    let (_, acl) = env.iter().find(|(k, _)| *k == "SHMEM_HW_ACL_LIBRARY")?;
+    Path::new(acl).parent().map(Path::to_path_buf)
+}
+
+/// Puts the file `from` at `to` (a hard link, else a copy), replacing what was there.
+fn place(from: &Path, to: &Path) -> Result<(), String> {
+    let dir = to.parent().expect("a file in a directory");
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(to);
+    std::fs::hard_link(from, to)
+        .or_else(|_| std::fs::copy(from, to).map(drop))
+        .map_err(|e| format!("cannot place {} at {}: {e}", from.display(), to.display()))
+}
