@@ -1,5 +1,6 @@
-//! The hardware's stand-ins, which the suite's `hw` trials load in place of the vendor
-//! libraries: this project's `libascendcl.so` and its `libshmem.so` built with the core's
+//! Where the suite's `hw` trials find the vendor libraries: on a machine with NPUs, CANN's own
+//! ([`devices`], with `SHMEM_HW_SUITE=devices`); elsewhere the hardware's stand-ins, which they
+//! load in place of the vendor libraries: this project's `libascendcl.so` and its `libshmem.so` built with the core's
 //! `stand-in` feature (it plays CANN SHMEM on the simulator and has no hw backend of its own),
 //! as separate artifacts under `target/stand-in/`, never the files the program itself links.
 
@@ -16,7 +17,8 @@ fn target_of(exe: &Path) -> Option<(PathBuf, String)> {
 
 /// Builds the stand-ins for the profile of the running test binary and returns the
 /// environment that points the hw backend at them (`SHMEM_HW_ACL_LIBRARY`,
-/// `SHMEM_HW_SHMEM_LIBRARY`).
+/// `SHMEM_HW_SHMEM_LIBRARY`) and pins CANN SHMEM's unique-id listener to loopback
+/// (`SHMEM_UID_SOCK_IFNAME=lo`).
 pub fn build() -> Result<Vec<(&'static str, String)>, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
     let (target, profile) =
@@ -61,6 +63,8 @@ pub fn build() -> Result<Vec<(&'static str, String)>, String> {
     Ok(vec![
         ("SHMEM_HW_ACL_LIBRARY", acl.display().to_string()),
         ("SHMEM_HW_SHMEM_LIBRARY", shmem.display().to_string()),
+        // CANN SHMEM's own unique id listens on loopback.
+        ("SHMEM_UID_SOCK_IFNAME", "lo".to_string()),
     ])
 }
 
@@ -79,4 +83,25 @@ fn place(from: &Path, to: &Path) -> Result<(), String> {
     std::fs::hard_link(from, to)
         .or_else(|_| std::fs::copy(from, to).map(drop))
         .map_err(|e| format!("cannot place {} at {}: {e}", from.display(), to.display()))
+}
+
+/// `Ok` when the vendor libraries load from where the environment says (CANN's `set_env.sh`)
+/// and the ACL runtime counts at least one device; otherwise why not.
+pub fn devices() -> Result<(), String> {
+    // SAFETY: the search accepts only files that are the ACL runtime and CANN SHMEM, whose
+    // initialisers are made to run in a program's process.
+    let libs =
+        unsafe { shmem_hw::load(&shmem_hw::Places::from_env()) }.map_err(|e| e.to_string())?;
+    // SAFETY: the table's types are the runtime's C types.
+    let acl = unsafe { shmem_hw::Acl::new(libs.acl) };
+    let mut count = 0u32;
+    // SAFETY: writes one uint32_t.
+    unsafe { acl.try_aclrt_get_device_count(&mut count) }.map_err(|e| e.to_string())?;
+    if count == 0 {
+        return Err(format!(
+            "the ACL runtime {} counts no device",
+            acl.library().path()
+        ));
+    }
+    Ok(())
 }

@@ -223,7 +223,7 @@ pub unsafe fn load(places: &Places) -> Result<Libraries, LoadError> {
             SHMEM_LIBRARY,
             &rest,
             libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_DEEPBIND,
-            |lib| has(lib, SHMEM_PROBE, "CANN SHMEM"),
+            |lib| has(lib, SHMEM_PROBE, "CANN SHMEM").and_then(|()| not_a_program_build(lib)),
         )
     };
     match opened {
@@ -263,6 +263,26 @@ fn not_itself(
         }
     }
     (refused, rest)
+}
+
+/// `Ok` unless `lib` is one of this project's `libshmem.so` builds other than a stand-in (the
+/// library programs link, which selects backends itself and would call back into this one).
+fn not_a_program_build(lib: &Library) -> Result<(), String> {
+    type Kind = unsafe extern "C" fn() -> *const std::ffi::c_char;
+    // SAFETY: in this project's libraries the symbol has this type (`build_kind.rs`).
+    let Ok(kind) = (unsafe { lib.function::<Kind>(c"shmemrs_library_kind") }) else {
+        return Ok(()); // CANN's own
+    };
+    // SAFETY: the function returns a static C string.
+    let kind = unsafe { CStr::from_ptr(kind()) };
+    if kind == c"stand-in" {
+        Ok(())
+    } else {
+        Err(format!(
+            "this is shmem-rs's own libshmem.so (a {} build), not CANN SHMEM; the CI's stand-in is built with the stand-in feature",
+            kind.to_string_lossy()
+        ))
+    }
 }
 
 /// `Ok` if `lib` has `symbol`, else why it is not `what`.

@@ -7,25 +7,22 @@ use std::process::Command;
 
 use shmem_hw::{Places, load};
 
-/// `target/<profile>`, with the stand-ins built now (cargo does not hold the build directory
-/// while tests run).
+/// `target/stand-in/<profile>`, with the stand-ins built there now, apart from the libraries
+/// programs link (cargo does not hold the build directory while tests run): the ACL stand-in
+/// and `libshmem.so` built with the `stand-in` feature, which plays CANN SHMEM.
 fn built() -> PathBuf {
     let exe = std::env::current_exe().expect("the test knows its path");
-    let dir = exe
+    let profile_dir = exe
         .parent()
         .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .to_path_buf();
-    let profile = dir
+        .expect("target/<profile>/deps");
+    let profile = profile_dir
         .file_name()
         .expect("a profile")
         .to_string_lossy()
         .into_owned();
-    let profile = if profile == "debug" {
-        "dev".to_string()
-    } else {
-        profile
-    };
+    let target = profile_dir.parent().expect("target").join("stand-in");
+    let cargo_profile = if profile == "debug" { "dev" } else { &profile };
     let out = Command::new(env!("CARGO"))
         .args([
             "build",
@@ -35,9 +32,13 @@ fn built() -> PathBuf {
             "-p",
             "shmem-acl",
             "--lib",
+            "--features",
+            "shmem-c/stand-in",
             "--profile",
-            &profile,
+            cargo_profile,
+            "--target-dir",
         ])
+        .arg(&target)
         .output()
         .expect("cargo runs");
     assert!(
@@ -45,7 +46,7 @@ fn built() -> PathBuf {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    dir
+    target.join(profile)
 }
 
 /// The stand-ins, loaded from where they were built by explicit paths, and that directory.
@@ -226,5 +227,53 @@ fn the_report_names_both_libraries_the_release_and_the_runtime_version() {
     assert!(
         !r.contains("version unknown"),
         "the stand-in answers aclrtGetVersion: {r}"
+    );
+}
+
+/// The library programs link (a build of this project's `libshmem.so` with the hw backend) is
+/// never taken for CANN SHMEM, wherever it is found: it would select backends itself and call
+/// back into this one.
+#[test]
+fn the_library_programs_link_is_never_taken_for_cann_shmem() {
+    let stand_ins = built();
+    let program_target = stand_ins
+        .parent()
+        .and_then(Path::parent)
+        .expect("target")
+        .join(stand_ins.file_name().expect("a profile"));
+    let profile = stand_ins
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let cargo_profile = if profile == "debug" { "dev" } else { &profile };
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "-q",
+            "-p",
+            "shmem-c",
+            "--lib",
+            "--profile",
+            cargo_profile,
+        ])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let places = Places {
+        acl_library: Some(stand_ins.join("libascendcl.so")),
+        shmem_library: Some(program_target.join("libshmem.so")),
+        ..Places::default()
+    };
+    // SAFETY: the stand-ins' initialisers run nothing that needs more than a process.
+    let e = unsafe { load(&places) }.expect_err("a program build is refused");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("this is shmem-rs's own libshmem.so (a program build), not CANN SHMEM"),
+        "{msg}"
     );
 }

@@ -19,6 +19,7 @@
 pub mod active_set;
 pub mod amo;
 mod boundary;
+pub mod build_kind;
 pub mod cann;
 pub mod coll;
 pub mod ctx;
