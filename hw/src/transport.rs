@@ -180,8 +180,10 @@ fn word_of(b: &[u8; 8], width: Width) -> u64 {
 }
 
 impl HwTransport {
-    fn io(&self) -> MutexGuard<'_, Io> {
-        self.io.lock().unwrap_or_else(|p| p.into_inner())
+    /// The data path's state, on a thread that has the runtime's device set.
+    fn io(&self) -> Result<MutexGuard<'_, Io>, TransportError> {
+        self.rt.bind()?;
+        Ok(self.io.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Waits until the data stream has run everything enqueued, and frees the staging area.
@@ -225,8 +227,7 @@ impl HwTransport {
     /// Completes every enqueued operation (before a wait, so that nothing this PE issued is
     /// held back while it waits for a peer that needs it).
     fn flush(&self) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         self.complete(&mut io)
     }
 
@@ -511,7 +512,7 @@ impl HwTransport {
             self.wait_reached(b.arrive, e.wrapping_mul(children), what)?;
         }
         let send = |pe: Pe, offset: usize, op: SignalOp, value: u32| {
-            let mut io = self.io();
+            let mut io = self.io()?;
             self.enqueue_signal(
                 &mut io,
                 pe,
@@ -714,8 +715,7 @@ impl Transport for HwTransport {
         dst: usize,
         src: Local<'_>,
     ) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         self.enqueue_put(&mut io, pe, dst, src)?;
         self.complete(&mut io)
     }
@@ -727,8 +727,7 @@ impl Transport for HwTransport {
         src: usize,
         dst: LocalMut<'_>,
     ) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         self.enqueue_get(&mut io, pe, src, dst)?;
         self.sync(&mut io)
     }
@@ -740,8 +739,7 @@ impl Transport for HwTransport {
         dst: usize,
         src: Local<'_>,
     ) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         self.enqueue_put(&mut io, pe, dst, src)
     }
 
@@ -752,8 +750,7 @@ impl Transport for HwTransport {
         src: usize,
         dst: LocalMut<'_>,
     ) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         self.enqueue_get(&mut io, pe, src, dst)
     }
 
@@ -767,8 +764,7 @@ impl Transport for HwTransport {
         elem_size: usize,
         nelems: usize,
     ) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         let remote = |i: usize| (dst.first as isize + i as isize * dst.stride) as usize;
         let near = |i: usize| (src_layout.first as isize + i as isize * src_layout.stride) as usize;
         match src {
@@ -816,8 +812,7 @@ impl Transport for HwTransport {
         elem_size: usize,
         nelems: usize,
     ) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         let remote = |i: usize| (src.first as isize + i as isize * src.stride) as usize;
         let near = |i: usize| (dst_layout.first as isize + i as isize * dst_layout.stride) as usize;
         match dst {
@@ -864,8 +859,7 @@ impl Transport for HwTransport {
         byte: u8,
         len: usize,
     ) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         let mut done = 0;
         while done < len {
             let n = (len - done).min(STAGE);
@@ -883,8 +877,7 @@ impl Transport for HwTransport {
     }
 
     unsafe fn signal(&self, _q: &HwQueue, pe: Pe, sig: Signal) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         self.enqueue_signal(&mut io, pe, sig)?;
         self.complete(&mut io)
     }
@@ -897,8 +890,7 @@ impl Transport for HwTransport {
         src: Local<'_>,
         sig: Signal,
     ) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         // CANN's quiet between them makes the signal arrive after the data.
         self.enqueue_put(&mut io, pe, dst, src)?;
         self.order(&mut io)?;
@@ -914,8 +906,7 @@ impl Transport for HwTransport {
         src: Local<'_>,
         sig: Signal,
     ) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         self.enqueue_put(&mut io, pe, dst, src)?;
         self.order(&mut io)?;
         self.enqueue_signal(&mut io, pe, sig)
@@ -926,14 +917,12 @@ impl Transport for HwTransport {
     }
 
     fn fence(&self, _q: &HwQueue) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         self.order(&mut io)
     }
 
     fn quiet(&self, _q: &HwQueue) -> Result<(), TransportError> {
-        self.rt.bind()?;
-        let mut io = self.io();
+        let mut io = self.io()?;
         self.complete(&mut io)
     }
 

@@ -89,9 +89,13 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let mut first_round = Vec::new();
         for round in 0..3 {
+            // The four jobs of a round wait for each other, so they run on four threads at
+            // once (a thread that finished a job could otherwise take the next one).
+            let all = std::sync::Arc::new(std::sync::Barrier::new(4));
             for i in 0..4 {
-                let tx = tx.clone();
+                let (tx, all) = (tx.clone(), all.clone());
                 pool.run(Box::new(move || {
+                    all.wait();
                     tx.send((round, i, std::thread::current().id())).unwrap();
                 }));
             }
