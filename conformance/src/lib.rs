@@ -111,7 +111,7 @@ impl Need {
                 "kernels run on the simulator's AI cores; on hw they are AscendC kernels on the NPU"
             }
             Need::ProgramStreams => {
-                "shmem::Stream is the simulator's executor; on hw the program's aclrtStreams reach CANN's _on_stream calls directly"
+                "shmem::Stream is the simulator's executor, and queues on the program's streams are not built on hw yet"
             }
             Need::StrictReordering => {
                 "the hw backend completes every operation in stream order, so there is nothing for the simulator's strict mode to reorder"
