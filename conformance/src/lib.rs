@@ -111,7 +111,7 @@ impl Need {
                 "kernels run on the simulator's AI cores; on hw they are AscendC kernels on the NPU"
             }
             Need::ProgramStreams => {
-                "shmem::Stream is the simulator's executor, and queues on the program's streams are not built on hw yet"
+                "the cases use shmem::Stream (the simulator's executor) with host buffers and 64-bit words; on hw a stream is the program's aclrtStream with device operands and CANN's 32-bit signals (the CANN host program on hw covers it)"
             }
             Need::StrictReordering => {
                 "the hw backend completes every operation in stream order, so there is nothing for the simulator's strict mode to reorder"

@@ -56,6 +56,10 @@ pub(crate) enum Queue {
 pub enum Stream {
     /// A stream of the simulator's executor.
     Sim(shmem_sim::Stream),
+    /// An `aclrtStream` of the ACL runtime the hw backend drives (a C program's stream, given
+    /// to CANN's `_on_stream` calls).
+    #[cfg(not(feature = "stand-in"))]
+    Acl(shmem_hw::AclStream),
 }
 
 impl Stream {
@@ -71,6 +75,22 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         match self {
             Stream::Sim(s) => s.synchronize().map_err(Error::from),
+            #[cfg(not(feature = "stand-in"))]
+            Stream::Acl(s) => s
+                .synchronize()
+                .map_err(|e| Error::from(TransportError::from(e))),
+        }
+    }
+
+    /// The simulator's stream, which kernels on simulated cores are launched on.
+    #[cfg_attr(feature = "stand-in", allow(unused_variables))]
+    pub(crate) fn simulated(&self, kernel: &str) -> Result<&shmem_sim::Stream> {
+        match self {
+            Stream::Sim(s) => Ok(s),
+            #[cfg(not(feature = "stand-in"))]
+            Stream::Acl(_) => Err(Error::NotSupported(format!(
+                "kernel {kernel}: kernels on the simulator's cores are launched on its streams, not on an aclrtStream of the hw backend"
+            ))),
         }
     }
 }
@@ -176,9 +196,15 @@ impl Fabric {
         match (self, stream) {
             (Fabric::Sim(t), Stream::Sim(s)) => Ok(Queue::Sim(t.stream_queue(s)?)),
             #[cfg(not(feature = "stand-in"))]
-            (Fabric::Hw(t), Stream::Sim(_)) => {
-                Err(t.unsupported("queues on the program's streams").into())
-            }
+            (Fabric::Hw(t), Stream::Acl(s)) => Ok(Queue::Hw(t.stream_queue(s)?)),
+            #[cfg(not(feature = "stand-in"))]
+            (Fabric::Hw(t), Stream::Sim(_)) => Err(t
+                .unsupported("queues on the simulator's streams (on hw a stream is an aclrtStream)")
+                .into()),
+            #[cfg(not(feature = "stand-in"))]
+            (Fabric::Sim(t), Stream::Acl(_)) => Err(t
+                .unsupported("queues on an aclrtStream of the hw backend")
+                .into()),
         }
     }
 

@@ -757,7 +757,7 @@ impl Instance {
                 "kernel {name}: a launch needs at least one block"
             )));
         }
-        let Stream::Sim(s) = stream;
+        let s = stream.simulated(name)?;
         let inst = self.clone();
         s.launch(
             Kernel::new(name, move |core| {
@@ -859,7 +859,7 @@ pub fn launch_starting_on(
             "kernel {name}: a launch needs at least one block"
         )));
     }
-    let Stream::Sim(s) = stream;
+    let s = stream.simulated(name)?;
     s.launch(
         Kernel::new(name, move |core| {
             let mut dev = MultiDevice(Device {

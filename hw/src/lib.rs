@@ -14,6 +14,7 @@ pub mod cann_types;
 mod error;
 pub mod load;
 pub mod runtime;
+pub mod stream;
 pub mod transport;
 pub mod version;
 
@@ -22,5 +23,6 @@ pub use cann::{Cann, ShmemError};
 pub use error::HwError;
 pub use load::{Libraries, LoadError, Places, load};
 pub use runtime::Runtime;
+pub use stream::AclStream;
 pub use transport::{HwQueue, HwTransport};
 pub use version::Features;

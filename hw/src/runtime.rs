@@ -76,6 +76,11 @@ impl Runtime {
             .map_err(Clone::clone)
     }
 
+    /// The process's runtime, if one was made.
+    pub fn loaded() -> Option<&'static Runtime> {
+        RUNTIME.get().and_then(|r| r.as_ref().ok())
+    }
+
     fn open(local_rank: u32) -> Result<Runtime, HwError> {
         // SAFETY: the search accepts only files that are the ACL runtime and CANN SHMEM (or
         // their ABI-compatible stand-ins), whose initialisers are made to run in a program's

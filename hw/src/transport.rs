@@ -29,8 +29,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::time::Instant;
 
 use shmem_backend::{
-    BarrierSpec, Capabilities, Exchange, Limits, Local, LocalMut, Pe, Profile, SegmentSpec, Signal,
-    SignalOp, Strided, Transport, TransportError, Watch, Watchdog, Width, sync,
+    BarrierSpec, Capabilities, Exchange, Limits, Local, LocalMut, Pe, Profile, ScalarKind,
+    SegmentSpec, Signal, SignalOp, Strided, Transport, TransportError, WaitWord, Watch, Watchdog,
+    Width, sync,
 };
 
 use crate::acl::{
@@ -42,6 +43,7 @@ use crate::cann_types::{
 };
 use crate::error::HwError;
 use crate::runtime::Runtime;
+use crate::stream::AclStream;
 
 /// The bytes of device memory each PE stages host buffers through.
 pub const STAGE: usize = 1 << 20;
@@ -63,23 +65,30 @@ const BARRIER_SLICE_MS: i32 = 100;
 /// The fan-out of the tree barrier over teams.
 const RADIX: u32 = 8;
 
-/// What the hardware backend can do: streams of its own but none of the program's, device
-/// memory, no host atomics and no host mapping; each host call completes in stream order.
+/// What the hardware backend can do: queues on the program's streams, device memory, no host
+/// atomics and no host mapping; each host call completes in stream order.
 pub const CAPABILITIES: Capabilities = Capabilities {
     host_atomics: false,
     host_mapping: false,
-    streams: false,
+    streams: true,
     device_memory: true,
     relaxed_completion: false,
 };
 
-/// A completion queue: every queue's operations run on the transport's data stream, so a
-/// quiet on any of them completes them all (which OpenSHMEM allows).
-#[derive(Debug, Default)]
-pub struct HwQueue;
+/// A completion queue: the transport's own data stream, which every context shares (so a quiet
+/// on any of them completes them all, which OpenSHMEM allows), or a program's stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HwQueue {
+    /// The transport's data stream, with its staging area; blocking calls complete on return.
+    #[default]
+    Own,
+    /// A program's stream: device operands only (as CANN's `_on_stream` calls take them), and
+    /// every operation completes when the program synchronises the stream.
+    Stream(AclStream),
+}
 
 /// An `aclrtStream`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct StreamHandle(usize);
 
 impl StreamHandle {
@@ -95,6 +104,14 @@ struct Io {
     used: usize,
     /// Whether work was enqueued since the last synchronisation.
     pending: bool,
+}
+
+/// Where an operation is enqueued: the transport's own data stream with its staging area, or a
+/// program's stream (device operands only).
+struct Path<'a> {
+    io: MutexGuard<'a, Io>,
+    stream: StreamHandle,
+    own: bool,
 }
 
 /// The transport of one instance on an Ascend NPU.
@@ -180,14 +197,31 @@ fn word_of(b: &[u8; 8], width: Width) -> u64 {
 }
 
 impl HwTransport {
-    /// The data path's state, on a thread that has the runtime's device set.
-    fn io(&self) -> Result<MutexGuard<'_, Io>, TransportError> {
+    /// The path of `q`'s operations, on a thread that has the runtime's device set.
+    fn path(&self, q: &HwQueue) -> Result<Path<'_>, TransportError> {
         self.rt.bind()?;
-        Ok(self.io.lock().unwrap_or_else(|p| p.into_inner()))
+        let io = self.io.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(match q {
+            HwQueue::Own => Path {
+                io,
+                stream: self.data,
+                own: true,
+            },
+            HwQueue::Stream(s) => Path {
+                io,
+                stream: StreamHandle(s.raw() as usize),
+                own: false,
+            },
+        })
     }
 
-    /// Waits until the data stream has run everything enqueued, and frees the staging area.
-    fn sync(&self, io: &mut Io) -> Result<(), TransportError> {
+    /// Waits until the data stream has run everything enqueued, and frees the staging area
+    /// (nothing for a program's stream, which completes when the program synchronises it).
+    fn sync(&self, p: &mut Path<'_>) -> Result<(), TransportError> {
+        if !p.own {
+            return Ok(());
+        }
+        let io = &mut *p.io;
         if io.pending {
             // SAFETY: the transport's own live stream.
             unsafe { self.rt.acl.try_aclrt_synchronize_stream(self.data.raw()) }?;
@@ -200,46 +234,66 @@ impl HwTransport {
     /// Enqueues CANN's quiet, which completes the RMA enqueued before it ahead of what is
     /// enqueued after it (CANN has no fence on a stream); a release without
     /// `aclshmemx_quiet_on_stream` synchronises the stream instead.
-    fn order(&self, io: &mut Io) -> Result<(), TransportError> {
-        if !io.pending {
+    fn order(&self, p: &mut Path<'_>) -> Result<(), TransportError> {
+        if p.own && !p.io.pending {
             return Ok(());
         }
         if !self.rt.features.quiet_on_stream {
-            return self.sync(io);
+            if !p.own {
+                // SAFETY: a live stream (the queue's contract).
+                unsafe { self.rt.acl.try_aclrt_synchronize_stream(p.stream.raw()) }?;
+            }
+            return self.sync(p);
         }
         let calls = self.rt.cann(self.instance)?;
         let f = calls
             .cann
             .aclshmemx_quiet_on_stream()
             .map_err(HwError::from)?;
-        // SAFETY: the transport's own live stream.
-        unsafe { f(self.data.raw()) };
+        // SAFETY: a live stream: the transport's own, or the program's (the queue's contract).
+        unsafe { f(p.stream.raw()) };
         Ok(())
     }
 
     /// Completes every enqueued operation at its target: CANN's quiet, then a
     /// synchronisation.
-    fn complete(&self, io: &mut Io) -> Result<(), TransportError> {
-        self.order(io)?;
-        self.sync(io)
+    fn complete(&self, p: &mut Path<'_>) -> Result<(), TransportError> {
+        self.order(p)?;
+        self.sync(p)
     }
 
-    /// Completes every enqueued operation (before a wait, so that nothing this PE issued is
-    /// held back while it waits for a peer that needs it).
+    /// Ends a blocking call on `p`: on the transport's own stream it completes what it
+    /// enqueued (`complete`: at the target, else until the staging area is free); on a
+    /// program's stream nothing waits, and the program's synchronisation completes it.
+    fn finish(&self, p: &mut Path<'_>, complete: bool) -> Result<(), TransportError> {
+        match (p.own, complete) {
+            (false, _) => Ok(()),
+            (true, true) => self.complete(p),
+            (true, false) => self.sync(p),
+        }
+    }
+
+    /// Completes every operation enqueued on the transport's own stream (before a wait, so
+    /// that nothing this PE issued is held back while it waits for a peer that needs it).
     fn flush(&self) -> Result<(), TransportError> {
-        let mut io = self.io()?;
-        self.complete(&mut io)
+        let mut p = self.path(&HwQueue::Own)?;
+        self.complete(&mut p)
     }
 
     /// `n` bytes of the staging area for one enqueued operation (synchronising first when
     /// the area is used up). `n` is at most [`STAGE`].
-    fn stage_bytes(&self, io: &mut Io, n: usize) -> Result<u64, TransportError> {
-        let n = n.next_multiple_of(32);
-        if io.used + n > STAGE {
-            self.sync(io)?;
+    fn stage_bytes(&self, p: &mut Path<'_>, n: usize) -> Result<u64, TransportError> {
+        if !p.own {
+            return Err(self.unsupported(
+                "host memory as an operand on a program's stream (CANN's _on_stream calls take device memory)",
+            ));
         }
-        let at = self.stage + io.used as u64;
-        io.used += n;
+        let n = n.next_multiple_of(32);
+        if p.io.used + n > STAGE {
+            self.sync(p)?;
+        }
+        let at = self.stage + p.io.used as u64;
+        p.io.used += n;
         Ok(at)
     }
 
@@ -275,7 +329,7 @@ impl HwTransport {
     /// Enqueues a put of `len` bytes of device memory at `src` to offset `dst` of `pe`.
     fn put_device(
         &self,
-        io: &mut Io,
+        p: &mut Path<'_>,
         pe: Pe,
         dst: usize,
         src: u64,
@@ -297,17 +351,17 @@ impl HwTransport {
                 src as *mut c_void,
                 len,
                 pe as i32,
-                self.data.raw(),
+                p.stream.raw(),
             )
         };
-        io.pending = true;
+        p.io.pending = true;
         Ok(())
     }
 
     /// Enqueues a get of `len` bytes at offset `src` of `pe` into device memory at `dst`.
     fn get_device(
         &self,
-        io: &mut Io,
+        p: &mut Path<'_>,
         pe: Pe,
         src: usize,
         dst: u64,
@@ -328,17 +382,17 @@ impl HwTransport {
                 (self.base + src as u64) as *mut c_void,
                 len,
                 pe as i32,
-                self.data.raw(),
+                p.stream.raw(),
             )
         };
-        io.pending = true;
+        p.io.pending = true;
         Ok(())
     }
 
     /// Enqueues a put of `src` to offset `dst` of `pe`, staging host bytes.
     fn enqueue_put(
         &self,
-        io: &mut Io,
+        p: &mut Path<'_>,
         pe: Pe,
         dst: usize,
         src: Local<'_>,
@@ -346,16 +400,16 @@ impl HwTransport {
         match src {
             Local::Host(bytes) => {
                 for (i, chunk) in bytes.chunks(STAGE).enumerate() {
-                    let at = self.stage_bytes(io, chunk.len())?;
+                    let at = self.stage_bytes(p, chunk.len())?;
                     self.h2d(at, chunk)?;
-                    self.put_device(io, pe, dst + i * STAGE, at, chunk.len())?;
+                    self.put_device(p, pe, dst + i * STAGE, at, chunk.len())?;
                 }
                 Ok(())
             }
             Local::Segment { offset, len } => {
-                self.put_device(io, pe, dst, self.base + offset as u64, len)
+                self.put_device(p, pe, dst, self.base + offset as u64, len)
             }
-            Local::Device { addr, len } => self.put_device(io, pe, dst, addr, len),
+            Local::Device { addr, len } => self.put_device(p, pe, dst, addr, len),
         }
     }
 
@@ -363,7 +417,7 @@ impl HwTransport {
     /// them on return, a device one after the next synchronisation.
     fn enqueue_get(
         &self,
-        io: &mut Io,
+        p: &mut Path<'_>,
         pe: Pe,
         src: usize,
         dst: LocalMut<'_>,
@@ -371,31 +425,31 @@ impl HwTransport {
         match dst {
             LocalMut::Host(bytes) => {
                 for (i, chunk) in bytes.chunks_mut(STAGE).enumerate() {
-                    let at = self.stage_bytes(io, chunk.len())?;
-                    self.get_device(io, pe, src + i * STAGE, at, chunk.len())?;
-                    self.sync(io)?;
+                    let at = self.stage_bytes(p, chunk.len())?;
+                    self.get_device(p, pe, src + i * STAGE, at, chunk.len())?;
+                    self.sync(p)?;
                     self.d2h(chunk, at)?;
                 }
                 Ok(())
             }
             LocalMut::Segment { offset, len } => {
-                self.get_device(io, pe, src, self.base + offset as u64, len)
+                self.get_device(p, pe, src, self.base + offset as u64, len)
             }
-            LocalMut::Device { addr, len } => self.get_device(io, pe, src, addr, len),
+            LocalMut::Device { addr, len } => self.get_device(p, pe, src, addr, len),
         }
     }
 
     /// Enqueues a signal update. A 32-bit word is CANN's signal; a 64-bit set is an 8-byte
     /// put; a 64-bit add is a 32-bit add of the word's low half, exact while the word stays
     /// below 2^32 (CANN's signals are 32-bit; `docs/hardware.md`).
-    fn enqueue_signal(&self, io: &mut Io, pe: Pe, sig: Signal) -> Result<(), TransportError> {
+    fn enqueue_signal(&self, p: &mut Path<'_>, pe: Pe, sig: Signal) -> Result<(), TransportError> {
         let (offset, value, op) = match (sig.width, sig.op) {
             (Width::W32, SignalOp::Set) => (sig.offset, sig.value as u32, SIGNAL_SET),
             (Width::W32, SignalOp::Add) => (sig.offset, sig.value as u32, SIGNAL_ADD),
             (Width::W64, SignalOp::Set) => {
-                let at = self.stage_bytes(io, 8)?;
+                let at = self.stage_bytes(p, 8)?;
                 self.h2d(at, &sig.value.to_ne_bytes())?;
-                return self.put_device(io, pe, sig.offset, at, 8);
+                return self.put_device(p, pe, sig.offset, at, 8);
             }
             (Width::W64, SignalOp::Add) => {
                 let Ok(v) = u32::try_from(sig.value) else {
@@ -423,10 +477,10 @@ impl HwTransport {
                 value as i32,
                 op,
                 pe as i32,
-                self.data.raw(),
+                p.stream.raw(),
             )
         };
-        io.pending = true;
+        p.io.pending = true;
         Ok(())
     }
 
@@ -512,9 +566,9 @@ impl HwTransport {
             self.wait_reached(b.arrive, e.wrapping_mul(children), what)?;
         }
         let send = |pe: Pe, offset: usize, op: SignalOp, value: u32| {
-            let mut io = self.io()?;
+            let mut p = self.path(&HwQueue::Own)?;
             self.enqueue_signal(
-                &mut io,
+                &mut p,
                 pe,
                 Signal {
                     offset,
@@ -523,7 +577,7 @@ impl HwTransport {
                     value: u64::from(value),
                 },
             )?;
-            self.complete(&mut io)
+            self.complete(&mut p)
         };
         if r != 0 {
             send(b.pe((r - 1) / RADIX), b.arrive, SignalOp::Add, 1)?;
@@ -538,7 +592,7 @@ impl HwTransport {
 
 impl Transport for HwTransport {
     type Queue = HwQueue;
-    type Stream = ();
+    type Stream = AclStream;
 
     fn open(spec: SegmentSpec, exchange: &mut dyn Exchange) -> Result<Self, TransportError> {
         let rt = Runtime::get(local_rank(spec.my_pe)).map_err(|e| match e {
@@ -697,7 +751,11 @@ impl Transport for HwTransport {
     }
 
     fn new_queue(&self) -> HwQueue {
-        HwQueue
+        HwQueue::Own
+    }
+
+    fn stream_queue(&self, stream: &AclStream) -> Result<HwQueue, TransportError> {
+        Ok(HwQueue::Stream(*stream))
     }
 
     fn register_device(&self, _addr: u64, _len: usize) -> Result<(), TransportError> {
@@ -710,53 +768,53 @@ impl Transport for HwTransport {
 
     unsafe fn put(
         &self,
-        _q: &HwQueue,
+        q: &HwQueue,
         pe: Pe,
         dst: usize,
         src: Local<'_>,
     ) -> Result<(), TransportError> {
-        let mut io = self.io()?;
-        self.enqueue_put(&mut io, pe, dst, src)?;
-        self.complete(&mut io)
+        let mut p = self.path(q)?;
+        self.enqueue_put(&mut p, pe, dst, src)?;
+        self.finish(&mut p, true)
     }
 
     unsafe fn get(
         &self,
-        _q: &HwQueue,
+        q: &HwQueue,
         pe: Pe,
         src: usize,
         dst: LocalMut<'_>,
     ) -> Result<(), TransportError> {
-        let mut io = self.io()?;
-        self.enqueue_get(&mut io, pe, src, dst)?;
-        self.sync(&mut io)
+        let mut p = self.path(q)?;
+        self.enqueue_get(&mut p, pe, src, dst)?;
+        self.finish(&mut p, false)
     }
 
     unsafe fn put_nbi(
         &self,
-        _q: &HwQueue,
+        q: &HwQueue,
         pe: Pe,
         dst: usize,
         src: Local<'_>,
     ) -> Result<(), TransportError> {
-        let mut io = self.io()?;
-        self.enqueue_put(&mut io, pe, dst, src)
+        let mut p = self.path(q)?;
+        self.enqueue_put(&mut p, pe, dst, src)
     }
 
     unsafe fn get_nbi(
         &self,
-        _q: &HwQueue,
+        q: &HwQueue,
         pe: Pe,
         src: usize,
         dst: LocalMut<'_>,
     ) -> Result<(), TransportError> {
-        let mut io = self.io()?;
-        self.enqueue_get(&mut io, pe, src, dst)
+        let mut p = self.path(q)?;
+        self.enqueue_get(&mut p, pe, src, dst)
     }
 
     unsafe fn iput(
         &self,
-        _q: &HwQueue,
+        q: &HwQueue,
         pe: Pe,
         dst: Strided,
         src: Local<'_>,
@@ -764,7 +822,7 @@ impl Transport for HwTransport {
         elem_size: usize,
         nelems: usize,
     ) -> Result<(), TransportError> {
-        let mut io = self.io()?;
+        let mut p = self.path(q)?;
         let remote = |i: usize| (dst.first as isize + i as isize * dst.stride) as usize;
         let near = |i: usize| (src_layout.first as isize + i as isize * src_layout.stride) as usize;
         match src {
@@ -778,33 +836,33 @@ impl Transport for HwTransport {
                     for i in first..last {
                         packed.extend_from_slice(&bytes[near(i)..near(i) + elem_size]);
                     }
-                    let at = self.stage_bytes(&mut io, packed.len())?;
+                    let at = self.stage_bytes(&mut p, packed.len())?;
                     self.h2d(at, &packed)?;
                     for i in first..last {
                         let from = at + ((i - first) * elem_size) as u64;
-                        self.put_device(&mut io, pe, remote(i), from, elem_size)?;
+                        self.put_device(&mut p, pe, remote(i), from, elem_size)?;
                     }
                 }
             }
             Local::Segment { offset, .. } => {
                 for i in 0..nelems {
                     let from = self.base + (offset + near(i)) as u64;
-                    self.put_device(&mut io, pe, remote(i), from, elem_size)?;
+                    self.put_device(&mut p, pe, remote(i), from, elem_size)?;
                 }
             }
             Local::Device { addr, .. } => {
                 for i in 0..nelems {
                     let from = addr + near(i) as u64;
-                    self.put_device(&mut io, pe, remote(i), from, elem_size)?;
+                    self.put_device(&mut p, pe, remote(i), from, elem_size)?;
                 }
             }
         }
-        self.complete(&mut io)
+        self.finish(&mut p, true)
     }
 
     unsafe fn iget(
         &self,
-        _q: &HwQueue,
+        q: &HwQueue,
         pe: Pe,
         src: Strided,
         dst: LocalMut<'_>,
@@ -812,7 +870,7 @@ impl Transport for HwTransport {
         elem_size: usize,
         nelems: usize,
     ) -> Result<(), TransportError> {
-        let mut io = self.io()?;
+        let mut p = self.path(q)?;
         let remote = |i: usize| (src.first as isize + i as isize * src.stride) as usize;
         let near = |i: usize| (dst_layout.first as isize + i as isize * dst_layout.stride) as usize;
         match dst {
@@ -822,12 +880,12 @@ impl Transport for HwTransport {
                 for first in (0..nelems).step_by(per) {
                     let last = (first + per).min(nelems);
                     let len = (last - first) * elem_size;
-                    let at = self.stage_bytes(&mut io, len)?;
+                    let at = self.stage_bytes(&mut p, len)?;
                     for i in first..last {
                         let to = at + ((i - first) * elem_size) as u64;
-                        self.get_device(&mut io, pe, remote(i), to, elem_size)?;
+                        self.get_device(&mut p, pe, remote(i), to, elem_size)?;
                     }
-                    self.sync(&mut io)?;
+                    self.sync(&mut p)?;
                     self.d2h(&mut packed[..len], at)?;
                     for i in first..last {
                         let k = (i - first) * elem_size;
@@ -839,91 +897,98 @@ impl Transport for HwTransport {
             LocalMut::Segment { offset, .. } => {
                 for i in 0..nelems {
                     let to = self.base + (offset + near(i)) as u64;
-                    self.get_device(&mut io, pe, remote(i), to, elem_size)?;
+                    self.get_device(&mut p, pe, remote(i), to, elem_size)?;
                 }
             }
             LocalMut::Device { addr, .. } => {
                 for i in 0..nelems {
-                    self.get_device(&mut io, pe, remote(i), addr + near(i) as u64, elem_size)?;
+                    self.get_device(&mut p, pe, remote(i), addr + near(i) as u64, elem_size)?;
                 }
             }
         }
-        self.sync(&mut io)
+        self.finish(&mut p, false)
     }
 
     unsafe fn fill(
         &self,
-        _q: &HwQueue,
+        q: &HwQueue,
         pe: Pe,
         dst: usize,
         byte: u8,
         len: usize,
     ) -> Result<(), TransportError> {
-        let mut io = self.io()?;
+        let mut p = self.path(q)?;
         let mut done = 0;
         while done < len {
             let n = (len - done).min(STAGE);
-            let at = self.stage_bytes(&mut io, n)?;
+            let at = self.stage_bytes(&mut p, n)?;
             // SAFETY: `n` bytes of the staging area.
             unsafe {
                 self.rt
                     .acl
                     .try_aclrt_memset(at as *mut c_void, n, i32::from(byte), n)
             }?;
-            self.put_device(&mut io, pe, dst + done, at, n)?;
+            self.put_device(&mut p, pe, dst + done, at, n)?;
             done += n;
         }
-        self.complete(&mut io)
+        self.finish(&mut p, true)
     }
 
-    unsafe fn signal(&self, _q: &HwQueue, pe: Pe, sig: Signal) -> Result<(), TransportError> {
-        let mut io = self.io()?;
-        self.enqueue_signal(&mut io, pe, sig)?;
-        self.complete(&mut io)
+    unsafe fn signal(&self, q: &HwQueue, pe: Pe, sig: Signal) -> Result<(), TransportError> {
+        let mut p = self.path(q)?;
+        self.enqueue_signal(&mut p, pe, sig)?;
+        self.finish(&mut p, true)
     }
 
     unsafe fn put_signal(
         &self,
-        _q: &HwQueue,
+        q: &HwQueue,
         pe: Pe,
         dst: usize,
         src: Local<'_>,
         sig: Signal,
     ) -> Result<(), TransportError> {
-        let mut io = self.io()?;
+        let mut p = self.path(q)?;
         // CANN's quiet between them makes the signal arrive after the data.
-        self.enqueue_put(&mut io, pe, dst, src)?;
-        self.order(&mut io)?;
-        self.enqueue_signal(&mut io, pe, sig)?;
-        self.complete(&mut io)
+        self.enqueue_put(&mut p, pe, dst, src)?;
+        self.order(&mut p)?;
+        self.enqueue_signal(&mut p, pe, sig)?;
+        self.finish(&mut p, true)
     }
 
     unsafe fn put_signal_nbi(
         &self,
-        _q: &HwQueue,
+        q: &HwQueue,
         pe: Pe,
         dst: usize,
         src: Local<'_>,
         sig: Signal,
     ) -> Result<(), TransportError> {
-        let mut io = self.io()?;
-        self.enqueue_put(&mut io, pe, dst, src)?;
-        self.order(&mut io)?;
-        self.enqueue_signal(&mut io, pe, sig)
+        let mut p = self.path(q)?;
+        self.enqueue_put(&mut p, pe, dst, src)?;
+        self.order(&mut p)?;
+        self.enqueue_signal(&mut p, pe, sig)
     }
 
     fn finalize(&self) -> Result<(), TransportError> {
         self.end_instance()
     }
 
-    fn fence(&self, _q: &HwQueue) -> Result<(), TransportError> {
-        let mut io = self.io()?;
-        self.order(&mut io)
+    fn fence(&self, q: &HwQueue) -> Result<(), TransportError> {
+        let mut p = self.path(q)?;
+        self.order(&mut p)
     }
 
-    fn quiet(&self, _q: &HwQueue) -> Result<(), TransportError> {
-        let mut io = self.io()?;
-        self.complete(&mut io)
+    fn quiet(&self, q: &HwQueue) -> Result<(), TransportError> {
+        let mut p = self.path(q)?;
+        if p.own {
+            return self.complete(&mut p);
+        }
+        // A program's stream: CANN's quiet on it, then its synchronisation.
+        self.order(&mut p)?;
+        // SAFETY: a live stream (the queue's contract).
+        unsafe { self.rt.acl.try_aclrt_synchronize_stream(p.stream.raw()) }?;
+        Ok(())
     }
 
     unsafe fn load(&self, offset: usize, width: Width) -> Result<u64, TransportError> {
@@ -939,6 +1004,41 @@ impl Transport for HwTransport {
         Ok(word_of(&b, width))
     }
 
+    unsafe fn wait_until(
+        &self,
+        q: &HwQueue,
+        w: WaitWord,
+        what: &dyn fmt::Display,
+    ) -> Result<Option<u64>, TransportError> {
+        let HwQueue::Stream(s) = q else {
+            // SAFETY: forwarded from this function's contract.
+            return unsafe { sync::wait_word(self, w, what) }.map(Some);
+        };
+        // Enqueued on the program's stream: CANN's wait takes a 32-bit signal word.
+        if !matches!(w.kind, ScalarKind::I32 | ScalarKind::U32) {
+            return Err(self.unsupported(&format!(
+                "a wait on a program's stream for a {:?} word (CANN's signal words are 32-bit)",
+                w.kind
+            )));
+        }
+        self.rt.bind()?;
+        let calls = self.rt.cann(self.instance)?;
+        let f = calls
+            .cann
+            .aclshmemx_signal_wait_until_on_stream()
+            .map_err(HwError::from)?;
+        // SAFETY: an aligned word of the segment (the core checked it), a live stream.
+        unsafe {
+            f(
+                (self.base + w.offset as u64) as *mut i32,
+                w.cmp as i32,
+                w.value as u32 as i32,
+                s.raw(),
+            )
+        };
+        Ok(None)
+    }
+
     fn wait_local(
         &self,
         _watch: Watch,
@@ -951,11 +1051,28 @@ impl Transport for HwTransport {
 
     unsafe fn barrier(
         &self,
-        _q: &HwQueue,
+        q: &HwQueue,
         b: &BarrierSpec,
         what: &dyn fmt::Display,
     ) -> Result<(), TransportError> {
         if b.size <= 1 {
+            return Ok(());
+        }
+        if let HwQueue::Stream(s) = q {
+            // Enqueued on the program's stream: CANN's barrier of the instance, for the world.
+            if !b.world {
+                return Err(self.unsupported(
+                    "a barrier of a team other than the world on a program's stream",
+                ));
+            }
+            self.rt.bind()?;
+            let calls = self.rt.cann(self.instance)?;
+            let f = calls
+                .cann
+                .aclshmemx_barrier_all_on_stream()
+                .map_err(HwError::from)?;
+            // SAFETY: a live stream (the queue's contract).
+            unsafe { f(s.raw()) };
             return Ok(());
         }
         self.flush()?;

@@ -67,11 +67,15 @@ thread_local! {
 }
 
 /// Records a failed call's message for `aclGetRecentErrMsg` and writes it as one line; a
-/// timed wait that timed out (`…WithTimeout`) is an answer the caller asked for, recorded but
-/// not written.
+/// timed wait that timed out (`…WithTimeout`) and a repeated `aclInit` are answers callers
+/// expect (a library initialises ACL whether or not its program did), recorded but not
+/// written.
 pub(crate) fn report(name: &str, f: &Fail) {
     let line = format!("{name}: {} (error {})", f.msg, f.code);
-    if !matches!(f.code, RT_STREAM_SYNC_TIMEOUT | RT_EVENT_SYNC_TIMEOUT) {
+    if !matches!(
+        f.code,
+        RT_STREAM_SYNC_TIMEOUT | RT_EVENT_SYNC_TIMEOUT | REPEAT_INITIALIZE
+    ) {
         eprintln!("[ACL stand-in] ERROR {line}");
     }
     LAST_ERROR.with(|e| *e.borrow_mut() = CString::new(line).ok());

@@ -145,18 +145,25 @@ pub(crate) fn run_rust_block(dev: &mut MultiDevice<'_>, body: &dyn Fn()) -> Kern
 /// # Safety
 ///
 /// `stream` is NULL or a live `aclrtStream` of the ACL runtime stand-in.
-pub(crate) unsafe fn kernel_stream(stream: *mut c_void) -> Stream {
-    if !stream.is_null() {
-        // SAFETY: a live `aclrtStream` is a pointer from `shmem_sim::Stream::into_raw`.
-        return Stream::Sim(unsafe { shmem_sim::Stream::from_raw(stream) });
+pub(crate) unsafe fn kernel_stream(stream: *mut c_void) -> shmem_core::Result<Stream> {
+    if cann::active().is_ok_and(|i| i.backend_name() != "sim") {
+        // The program's aclrtStreams belong to CANN's runtime there, and its kernels to the NPU.
+        return Err(shmem_core::Error::NotSupported(
+            "kernels on the simulator's cores run with SHMEM_BACKEND=sim; on hw kernels run on the NPU"
+                .into(),
+        ));
     }
-    if let Ok(inst) = cann::active()
+    Ok(if !stream.is_null() {
+        // SAFETY: a live `aclrtStream` is a pointer from `shmem_sim::Stream::into_raw`.
+        Stream::Sim(unsafe { shmem_sim::Stream::from_raw(stream) })
+    } else if let Ok(inst) = cann::active()
         && let Ok(s) = super::rma::default_stream_of(&inst)
     {
-        return s;
-    }
-    static OWN: std::sync::OnceLock<Stream> = std::sync::OnceLock::new();
-    OWN.get_or_init(Stream::new).clone()
+        s
+    } else {
+        static OWN: std::sync::OnceLock<Stream> = std::sync::OnceLock::new();
+        OWN.get_or_init(Stream::new).clone()
+    })
 }
 
 /// `aclsimKernelLaunch`: enqueues kernel `name` on `block_dim` blocks on `stream` (NULL: the
@@ -202,7 +209,7 @@ pub unsafe extern "C" fn aclsimKernelLaunch(
     }
     super::code("kernel launch", || {
         // SAFETY: forwarded.
-        let s = unsafe { kernel_stream(stream) };
+        let s = unsafe { kernel_stream(stream) }?;
         let start = match multi_instance {
             0 => Instance::by_id(0),
             _ => None,

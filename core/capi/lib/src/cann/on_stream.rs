@@ -14,6 +14,25 @@ use super::device;
 use super::kernel::{kernel_stream, run_rust_block};
 use super::rma::{device_operand, not_symmetric, run};
 
+/// Whether the active instance runs on the hw backend, where these calls go to CANN SHMEM's
+/// own `_on_stream` calls with the program's stream (through a context made from it) instead
+/// of kernels on the simulator's cores.
+fn on_hw() -> bool {
+    cann::active().is_ok_and(|i| i.backend_name() == "hw")
+}
+
+/// The context of `stream` on the active instance (NULL: the host calls' default context).
+///
+/// # Safety
+///
+/// `stream` is NULL or a live `aclrtStream`.
+unsafe fn hw_context(stream: *mut c_void) -> Result<(Instance, shmem_core::Context)> {
+    let inst = cann::active()?;
+    // SAFETY: forwarded.
+    let ctx = unsafe { super::rma::context_for(&inst, stream) }?;
+    Ok((inst, ctx))
+}
+
 /// An address carried into a kernel (read only by its block).
 #[derive(Clone, Copy)]
 struct Addr(usize);
@@ -39,7 +58,7 @@ unsafe fn kernel(
     body: impl Fn() + Send + Sync + 'static,
 ) -> Result<shmem_core::Stream> {
     // SAFETY: forwarded.
-    let s = unsafe { kernel_stream(stream) };
+    let s = unsafe { kernel_stream(stream) }?;
     shmem_core::launch_starting_on(&s, name, 1, Some(inst.clone()), move |dev| {
         run_rust_block(dev, &body)
     })?;
@@ -91,6 +110,16 @@ unsafe fn copy(
     pe: c_int,
     stream: *mut c_void,
 ) {
+    if on_hw() {
+        // SAFETY: forwarded; the host RMA takes the same operands on the same stream.
+        unsafe {
+            match get {
+                0 => super::rma::put(name, dst, src, len, pe, stream),
+                _ => super::rma::get(name, dst, src.cast_mut(), len, pe, stream),
+            }
+        }
+        return;
+    }
     run(name, || {
         let (inst, pe) = target(pe)?;
         if len == 0 {
@@ -205,6 +234,16 @@ pub unsafe extern "C" fn aclshmemx_signal_op_on_stream(
                 "{sig_op} is not a signal operation (ACLSHMEM_SIGNAL_SET or _ADD)"
             )));
         }
+        if on_hw() {
+            let op = shmem_core::SignalOp::from_raw(sig_op).expect("checked above");
+            let pe = u32::try_from(pe).map_err(|_| Error::InvalidParam(format!("PE {pe}")))?;
+            // SAFETY: forwarded.
+            let (_, ctx) = unsafe { hw_context(stream) }?;
+            return ctx
+                .as_ref()
+                .elem_at(sig_addr.cast_const())?
+                .signal_op(signal, op, pe);
+        }
         let (inst, pe) = target(pe)?;
         symmetric(&inst, sig_addr.cast(), 4, "signal word")?;
         let sig = Addr::of(sig_addr);
@@ -238,6 +277,18 @@ pub unsafe extern "C" fn aclshmemx_signal_wait_until_on_stream(
                 "{cmp} is not a comparison (ACLSHMEM_CMP_EQ to _LE)"
             )));
         }
+        if on_hw() {
+            let cmp = shmem_core::Cmp::from_raw(cmp).expect("checked above");
+            // SAFETY: forwarded.
+            let (_, ctx) = unsafe { hw_context(stream) }?;
+            let sig = ctx.as_ref().elem_at(sig_addr.cast_const())?;
+            // The default stream's calls complete in call order: the host waits there.
+            return if stream.is_null() {
+                sig.signal_wait_until(cmp, cmp_val).map(drop)
+            } else {
+                sig.signal_wait_until_on_stream(cmp, cmp_val)
+            };
+        }
         let inst = cann::active()?;
         symmetric(&inst, sig_addr.cast(), 4, "signal word")?;
         let sig = Addr::of(sig_addr);
@@ -261,6 +312,17 @@ pub unsafe extern "C" fn aclshmemx_signal_wait_until_on_stream(
 pub unsafe extern "C" fn aclshmemx_quiet_on_stream(stream: *mut c_void) {
     let name = "aclshmemx_quiet_on_stream";
     run(name, || {
+        if on_hw() {
+            // SAFETY: forwarded.
+            let (_, ctx) = unsafe { hw_context(stream) }?;
+            // On the program's stream CANN's quiet is enqueued (a fence of the stream); the
+            // default stream's calls have completed already.
+            return if stream.is_null() {
+                ctx.quiet()
+            } else {
+                ctx.fence()
+            };
+        }
         let inst = cann::active()?;
         // SAFETY: forwarded.
         unsafe { kernel(name, &inst, stream, || device::aclsimd_quiet()) }.map(drop)
@@ -278,6 +340,16 @@ unsafe fn barrier(name: &'static str, team: c_int, stream: *mut c_void) {
         return;
     }
     run(name, || {
+        if on_hw() {
+            // SAFETY: forwarded.
+            let (inst, ctx) = unsafe { hw_context(stream) }?;
+            let t = cann::team_of(&inst, team)?;
+            return if stream.is_null() {
+                t.barrier()
+            } else {
+                t.barrier_on(&ctx)
+            };
+        }
         let inst = cann::active()?;
         cann::team_of(&inst, team)?;
         // SAFETY: forwarded.

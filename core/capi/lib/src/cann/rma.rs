@@ -44,7 +44,7 @@ fn default_stream(inst: &Instance) -> Result<Arc<DefaultStream>> {
         return Ok(d.clone());
     }
     let stream = Stream::new();
-    let ctx = if inst.capabilities().streams {
+    let ctx = if inst.backend_name() == "sim" {
         inst.stream_ctx(&stream)?
     } else {
         // The hw backend runs every host call on a stream of its own, in call order.
@@ -87,12 +87,19 @@ pub(crate) fn forget(id: u64) {
 /// is a handle of the simulator's stream executor.
 pub(crate) unsafe fn context_for(inst: &Instance, stream: *mut c_void) -> Result<Context> {
     if stream.is_null() {
-        if !inst.capabilities().streams {
+        if inst.backend_name() != "sim" {
             // The hw backend runs every host call on a stream of its own, in call order.
             return inst.ctx_create(shmem_core::CtxOptions::default());
         }
         // A context of its own on the default stream: the same stream, so the same order.
         return inst.stream_ctx(&default_stream(inst)?.stream);
+    }
+    #[cfg(not(feature = "stand-in"))]
+    if inst.backend_name() == "hw" {
+        // SAFETY: a live `aclrtStream` of the runtime the hw backend drives (the contract).
+        return inst.stream_ctx(&Stream::Acl(unsafe {
+            shmem_hw::AclStream::from_raw(stream)
+        }));
     }
     // SAFETY: a live `aclrtStream` is a pointer from `shmem_sim::Stream::into_raw`.
     let s = unsafe { shmem_sim::Stream::from_raw(stream) };
