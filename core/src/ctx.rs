@@ -235,6 +235,21 @@ impl Instance {
         self.new_ctx(None, options, None)
     }
 
+    /// A new stream of this instance's device: the simulator's executor on `sim`
+    /// ([`Stream::new`]), an `aclrtStream` of the NPU on `hw` (destroyed with its last
+    /// handle). Contexts made from it ([`Instance::stream_ctx`]) run CANN's `_on_stream` calls.
+    ///
+    /// ```
+    /// # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
+    /// let stream = inst.create_stream()?;
+    /// let ctx = inst.stream_ctx(&stream)?;
+    /// # let _ = ctx; Ok(()) }
+    /// ```
+    pub fn create_stream(&self) -> Result<Stream> {
+        self.check_live()?;
+        self.fabric().new_stream()
+    }
+
     /// Creates a context whose operations run on `stream`, in stream order, and complete when
     /// the stream is synchronised (CANN's `_on_stream` calls: a put on the context is
     /// `aclshmemx_putmem_on_stream`, its quiet synchronises the stream, and a team barrier on

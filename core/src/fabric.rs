@@ -59,7 +59,7 @@ pub enum Stream {
     /// An `aclrtStream` of the ACL runtime the hw backend drives (a C program's stream, given
     /// to CANN's `_on_stream` calls).
     #[cfg(not(feature = "stand-in"))]
-    Acl(shmem_hw::AclStream),
+    Acl(shmem_hw::DeviceStream),
 }
 
 impl Stream {
@@ -77,6 +77,7 @@ impl Stream {
             Stream::Sim(s) => s.synchronize().map_err(Error::from),
             #[cfg(not(feature = "stand-in"))]
             Stream::Acl(s) => s
+                .stream()
                 .synchronize()
                 .map_err(|e| Error::from(TransportError::from(e))),
         }
@@ -189,6 +190,17 @@ impl Fabric {
             Fabric::Sim(t) => Queue::Sim(t.new_internal_queue()),
             #[cfg(not(feature = "stand-in"))]
             Fabric::Hw(t) => Queue::Hw(t.new_internal_queue()),
+        }
+    }
+
+    /// A new stream of the transport's device.
+    pub(crate) fn new_stream(&self) -> Result<Stream> {
+        match self {
+            Fabric::Sim(_) => Ok(Stream::new()),
+            #[cfg(not(feature = "stand-in"))]
+            Fabric::Hw(_) => shmem_hw::DeviceStream::create()
+                .map(Stream::Acl)
+                .map_err(|e| Error::from(TransportError::from(e))),
         }
     }
 

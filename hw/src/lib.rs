@@ -23,6 +23,6 @@ pub use cann::{Cann, ShmemError};
 pub use error::HwError;
 pub use load::{Libraries, LoadError, Places, load};
 pub use runtime::Runtime;
-pub use stream::AclStream;
+pub use stream::{AclStream, DeviceStream};
 pub use transport::{HwQueue, HwTransport};
 pub use version::Features;

@@ -43,7 +43,7 @@ use crate::cann_types::{
 };
 use crate::error::HwError;
 use crate::runtime::Runtime;
-use crate::stream::AclStream;
+use crate::stream::DeviceStream;
 
 /// The bytes of device memory each PE stages host buffers through.
 pub const STAGE: usize = 1 << 20;
@@ -77,14 +77,14 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 
 /// A completion queue: the transport's own data stream, which every context shares (so a quiet
 /// on any of them completes them all, which OpenSHMEM allows), or a program's stream.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum HwQueue {
     /// The transport's data stream, with its staging area; blocking calls complete on return.
     #[default]
     Own,
     /// A program's stream: device operands only (as CANN's `_on_stream` calls take them), and
     /// every operation completes when the program synchronises the stream.
-    Stream(AclStream),
+    Stream(DeviceStream),
 }
 
 /// An `aclrtStream`.
@@ -209,7 +209,7 @@ impl HwTransport {
             },
             HwQueue::Stream(s) => Path {
                 io,
-                stream: StreamHandle(s.raw() as usize),
+                stream: StreamHandle(s.stream().raw() as usize),
                 own: false,
             },
         })
@@ -592,7 +592,7 @@ impl HwTransport {
 
 impl Transport for HwTransport {
     type Queue = HwQueue;
-    type Stream = AclStream;
+    type Stream = DeviceStream;
 
     fn open(spec: SegmentSpec, exchange: &mut dyn Exchange) -> Result<Self, TransportError> {
         let rt = Runtime::get(local_rank(spec.my_pe)).map_err(|e| match e {
@@ -754,8 +754,8 @@ impl Transport for HwTransport {
         HwQueue::Own
     }
 
-    fn stream_queue(&self, stream: &AclStream) -> Result<HwQueue, TransportError> {
-        Ok(HwQueue::Stream(*stream))
+    fn stream_queue(&self, stream: &DeviceStream) -> Result<HwQueue, TransportError> {
+        Ok(HwQueue::Stream(stream.clone()))
     }
 
     fn register_device(&self, _addr: u64, _len: usize) -> Result<(), TransportError> {
@@ -1033,7 +1033,7 @@ impl Transport for HwTransport {
                 (self.base + w.offset as u64) as *mut i32,
                 w.cmp as i32,
                 w.value as u32 as i32,
-                s.raw(),
+                s.stream().raw(),
             )
         };
         Ok(None)
@@ -1072,7 +1072,7 @@ impl Transport for HwTransport {
                 .aclshmemx_barrier_all_on_stream()
                 .map_err(HwError::from)?;
             // SAFETY: a live stream (the queue's contract).
-            unsafe { f(s.raw()) };
+            unsafe { f(s.stream().raw()) };
             return Ok(());
         }
         self.flush()?;

@@ -30,7 +30,7 @@ pub fn all() -> Vec<Case> {
         ptr::cases(),
         rma::cases(),
         sync::cases(),
-        needing(stream::cases(), &[Need::ProgramStreams]),
+        stream::cases(),
         order::cases(),
         ctx::cases(),
         needing(amo::cases(), &[Need::HostAtomics]),
@@ -106,6 +106,22 @@ const NEEDS: &[(&str, &[Need])] = &[
     ),
     ("ptr::arithmetic_and_bounds", &[Need::HostMapping]),
     ("ptr::load_store_through_ptr", &[Need::HostMapping]),
+    (
+        "stream::put_shows_after_synchronise",
+        &[Need::ProgramStreams],
+    ),
+    (
+        "stream::waits_and_barriers_in_stream_order",
+        &[Need::ProgramStreams],
+    ),
+    (
+        "stream::local_side_segment_or_device",
+        &[Need::ProgramStreams],
+    ),
+    (
+        "stream::nbi_scope_returns_its_closing_quiet_failure",
+        &[Need::ProgramStreams],
+    ),
     ("team::shared_team_is_the_world", &[Need::HostMapping]),
     (
         "threads::splits_of_two_parents_in_opposite_orders",

@@ -17,7 +17,48 @@ pub(crate) fn cases() -> Vec<Case> {
         )
         .pes(&[1])
         .env(&[("SHMEM_TIMEOUT", "2")]),
+        Case::new(
+            "stream::device_operands_in_stream_order",
+            device_operands_in_order,
+        ),
     ]
+}
+
+/// On a stream of the instance's device (`create_stream`: the simulator's executor, or an
+/// `aclrtStream` on hw) with device operands only, as CANN's `_on_stream` calls take them: a
+/// put from symmetric memory, a fence, a 32-bit signal add, a wait for the neighbour's signal
+/// and a world barrier, all enqueued; after the synchronisation every PE has its left
+/// neighbour's data and signal.
+fn device_operands_in_order(ctx: &Ctx) -> Outcome {
+    let inst = ctx.world()?;
+    let (me, n) = (ctx.pe, ctx.n_pes);
+    let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+    let src = inst.calloc::<u64>(4)?;
+    let dst = inst.calloc::<u64>(4)?;
+    let sig = inst.calloc::<i32>(1)?;
+    for i in 0..4 {
+        src.as_slice().p(i, u64::from(me) * 10 + i as u64, me)?;
+    }
+    inst.barrier_all()?;
+    let stream = inst.create_stream()?;
+    let s = inst.stream_ctx(&stream)?;
+    dst.as_slice().on(&s).put_from(src.as_slice(), right)?;
+    s.fence()?;
+    sig.elem(0).on(&s).signal_op(1, SignalOp::Add, right)?;
+    sig.elem(0).on(&s).signal_wait_until_on_stream(Cmp::Eq, 1)?;
+    inst.team_world().barrier_on(&s)?;
+    stream.synchronize()?;
+    for i in 0..4 {
+        check_eq!(dst.as_slice().g(i, me)?, u64::from(left) * 10 + i as u64);
+    }
+    check_eq!(sig.as_slice().g(0, me)?, 1);
+    inst.barrier_all()?;
+    drop(s);
+    sig.free()?;
+    dst.free()?;
+    src.free()?;
+    inst.finalize()?;
+    Ok(())
 }
 
 /// A non-blocking scope on a stream context whose enqueued wait fails (no signal comes, and

@@ -97,9 +97,8 @@ pub(crate) unsafe fn context_for(inst: &Instance, stream: *mut c_void) -> Result
     #[cfg(not(feature = "stand-in"))]
     if inst.backend_name() == "hw" {
         // SAFETY: a live `aclrtStream` of the runtime the hw backend drives (the contract).
-        return inst.stream_ctx(&Stream::Acl(unsafe {
-            shmem_hw::AclStream::from_raw(stream)
-        }));
+        let lent = unsafe { shmem_hw::AclStream::from_raw(stream) };
+        return inst.stream_ctx(&Stream::Acl(shmem_hw::DeviceStream::lent(lent)));
     }
     // SAFETY: a live `aclrtStream` is a pointer from `shmem_sim::Stream::into_raw`.
     let s = unsafe { shmem_sim::Stream::from_raw(stream) };
