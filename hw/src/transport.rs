@@ -335,27 +335,7 @@ impl HwTransport {
         src: u64,
         len: usize,
     ) -> Result<(), TransportError> {
-        if len == 0 {
-            return Ok(());
-        }
-        let calls = self.rt.cann(self.instance)?;
-        let f = calls
-            .cann
-            .aclshmemx_putmem_on_stream()
-            .map_err(HwError::from)?;
-        // SAFETY: `dst` lies in the segment (the core checked it), `src` is device memory of
-        // `len` bytes, `pe` is a PE of the instance, the stream is live.
-        unsafe {
-            f(
-                (self.base + dst as u64) as *mut c_void,
-                src as *mut c_void,
-                len,
-                pe as i32,
-                p.stream.raw(),
-            )
-        };
-        p.io.pending = true;
-        Ok(())
+        self.copy_device(p, false, pe, dst, src, len)
     }
 
     /// Enqueues a get of `len` bytes at offset `src` of `pe` into device memory at `dst`.
@@ -367,24 +347,43 @@ impl HwTransport {
         dst: u64,
         len: usize,
     ) -> Result<(), TransportError> {
+        self.copy_device(p, true, pe, src, dst, len)
+    }
+
+    /// Enqueues CANN's `getmem_on_stream` (`get`) or `putmem_on_stream` between offset
+    /// `remote` of `pe`'s segment and `len` bytes of device memory at `local`; both calls take
+    /// `(dst, src, len, pe, stream)` with the symmetric address as this PE's.
+    fn copy_device(
+        &self,
+        p: &mut Path<'_>,
+        get: bool,
+        pe: Pe,
+        remote: usize,
+        local: u64,
+        len: usize,
+    ) -> Result<(), TransportError> {
         if len == 0 {
             return Ok(());
         }
         let calls = self.rt.cann(self.instance)?;
-        let f = calls
-            .cann
-            .aclshmemx_getmem_on_stream()
-            .map_err(HwError::from)?;
-        // SAFETY: as for `put_device`, the other way round.
-        unsafe {
-            f(
-                dst as *mut c_void,
-                (self.base + src as u64) as *mut c_void,
-                len,
-                pe as i32,
-                p.stream.raw(),
-            )
+        let f = if get {
+            calls.cann.aclshmemx_getmem_on_stream()
+        } else {
+            calls.cann.aclshmemx_putmem_on_stream()
+        }
+        .map_err(HwError::from)?;
+        let (remote, local) = (
+            (self.base + remote as u64) as *mut c_void,
+            local as *mut c_void,
+        );
+        let (dst, src) = if get {
+            (local, remote)
+        } else {
+            (remote, local)
         };
+        // SAFETY: the remote range lies in the segment (the core checked it), `local` is device
+        // memory of `len` bytes, `pe` is a PE of the instance, the stream is live.
+        unsafe { f(dst, src, len, pe as i32, p.stream.raw()) };
         p.io.pending = true;
         Ok(())
     }
