@@ -599,10 +599,12 @@ pub trait Transport: Send + Sync + Sized + 'static {
     }
 
     /// Releases what the transport holds apart from memory, when the instance is finalised
-    /// (every PE calls it, after its last quiet and before the bootstrap closes): a transport
-    /// over a vendor library ends the vendor's instance here, so that the id can be created
-    /// again while handles to the finalised instance live on. The default holds nothing.
-    fn finalize(&self) -> Result<(), TransportError> {
+    /// (every PE calls it, after its last quiet and before the bootstrap closes, so `exchange`
+    /// still reaches the peers): a transport over a vendor library ends the vendor's instance
+    /// here, so that the id can be created again while handles to the finalised instance live
+    /// on. The default holds nothing.
+    fn finalize(&self, exchange: &mut dyn Exchange) -> Result<(), TransportError> {
+        let _ = exchange;
         Ok(())
     }
 

@@ -88,8 +88,6 @@ pub enum Need {
     StrictReordering,
     /// The simulator's own segments (shared-memory files, their descriptors, their memory).
     SimulatorSegments,
-    /// Instances created and finalised by concurrent threads of one PE.
-    ConcurrentInstanceCalls,
     /// `SHMEM_UID_SESSION_ID` for the program's own unique id alone.
     OwnSessionAddress,
 }
@@ -118,9 +116,6 @@ impl Need {
             }
             Need::SimulatorSegments => {
                 "it measures the simulator's own segments (files, descriptors, memory), which through the stand-ins every instance has twice"
-            }
-            Need::ConcurrentInstanceCalls => {
-                "CANN SHMEM keeps its active instance in process-global state, so on hw instances are created and finalised one at a time per PE"
             }
             Need::OwnSessionAddress => {
                 "SHMEM_UID_SESSION_ID names one address, which CANN SHMEM's own unique id takes too; on hw use SHMEM_UID_SOCK_IFNAME"

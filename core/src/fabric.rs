@@ -456,8 +456,8 @@ impl Fabric {
     }
 
     #[inline]
-    pub(crate) fn finalize(&self) -> Result<()> {
-        Ok(on!(self, |t| t.finalize())?)
+    pub(crate) fn finalize(&self, exchange: &mut dyn Exchange) -> Result<()> {
+        Ok(on!(self, |t| t.finalize(exchange))?)
     }
 
     pub(crate) fn quiet(&self, q: &Queue) -> Result<()> {

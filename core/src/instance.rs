@@ -480,7 +480,8 @@ impl Instance {
         }
         let r = (|| {
             self.fabric().quiet(&self.inner.queue)?;
-            self.fabric().finalize()?;
+            self.fabric()
+                .finalize(&mut BootExchange(&*self.inner.boot))?;
             self.inner.boot.finalize().map_err(Error::from)
         })();
         INSTANCES.release(self.inner.id);

@@ -14,7 +14,10 @@
 //! sets the same one.
 
 use std::cell::Cell;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
+use std::time::Duration;
+
+use shmem_backend::{Exchange, TransportError};
 
 use crate::acl::{ACL_ERROR_REPEAT_INITIALIZE, Acl, AclError};
 use crate::cann::Cann;
@@ -141,12 +144,43 @@ impl Runtime {
         })
     }
 
-    /// CANN SHMEM under the lock, with no instance switch (creating an instance, which makes
-    /// it active).
+    /// CANN SHMEM under the lock, with no instance switch (a call that waits for no peer).
     pub fn cann_unswitched(&self) -> CannCalls<'_> {
         CannCalls {
             cann: &self.cann,
             _held: self.lock.lock().unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+
+    /// CANN SHMEM under the lock for calls that wait for every PE of an instance (creating,
+    /// allocating, finalising), taken only when every PE of the instance holds its own:
+    /// rounds of a `try_lock` and an allgather (through `exchange`, the core's bootstrap) of
+    /// who holds it, backing off for a random while when one does not. Taking the lock
+    /// outright could deadlock the job: two threads of one PE creating instances A and B, and
+    /// on another PE B's thread holding the lock first, would each wait in CANN for a peer
+    /// that waits for its lock. Within a round no thread waits for a lock, so every round ends.
+    pub fn cann_collective(
+        &self,
+        exchange: &mut dyn Exchange,
+    ) -> Result<CannCalls<'_>, TransportError> {
+        let mut pause = Duration::from_micros(200);
+        loop {
+            let held = match self.lock.try_lock() {
+                Ok(g) => Some(g),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            };
+            let all = exchange.allgather(&[u8::from(held.is_some())])?;
+            if let Some(held) = held
+                && all.iter().all(|v| v.first() == Some(&1))
+            {
+                return Ok(CannCalls {
+                    cann: &self.cann,
+                    _held: held,
+                });
+            }
+            std::thread::sleep(pause.mul_f64(jitter()));
+            pause = (pause * 2).min(Duration::from_millis(20));
         }
     }
 
@@ -171,4 +205,12 @@ fn chosen_device(acl: &Acl, local_rank: u32) -> Result<i32, HwError> {
         };
     }
     Ok((local_rank % count.max(1)) as i32)
+}
+
+/// A factor in `[0.5, 1.5)` that differs between threads and calls, so that the PEs of two
+/// instances that collided back off by different amounts.
+fn jitter() -> f64 {
+    use std::hash::{BuildHasher, RandomState};
+    let bits = RandomState::new().hash_one(std::time::Instant::now());
+    0.5 + (bits >> 11) as f64 / (1u64 << 53) as f64
 }

@@ -483,9 +483,10 @@ impl HwTransport {
         Ok(())
     }
 
-    /// Completes what is enqueued and finalises the CANN instance, once (at the core's
-    /// finalize, or when the transport is dropped without one).
-    fn end_instance(&self) -> Result<(), TransportError> {
+    /// Completes what is enqueued and finalises the CANN instance, once: at the core's
+    /// finalize, under the lock taken collectively through `exchange`; when the transport is
+    /// dropped without one, under the lock taken outright.
+    fn end_instance(&self, exchange: Option<&mut dyn Exchange>) -> Result<(), TransportError> {
         if self.ended.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -494,7 +495,10 @@ impl HwTransport {
             // SAFETY: the transport's own streams, synchronised and used no more.
             let _ = unsafe { self.rt.acl.try_aclrt_destroy_stream(s.raw()) };
         }
-        let calls = self.rt.cann(self.instance)?;
+        let calls = match exchange {
+            Some(x) => self.rt.cann_collective(x)?,
+            None => self.rt.cann_unswitched(),
+        };
         if self.rt.features.multi_instance {
             // SAFETY: the instance this transport created; CANN releases its heap with it.
             unsafe { calls.cann.try_aclshmemx_finalize(self.instance) }?;
@@ -646,8 +650,9 @@ impl Transport for HwTransport {
             .map(|n| n.next_multiple_of(LOCAL_MEM_GRANULARITY))
             .ok_or_else(|| unsupported(format!("a segment of {} bytes", spec.size)))?;
         let mut attr = default_attributes();
+        // Init and the allocation wait for every PE: under the lock taken collectively.
+        let calls = rt.cann_collective(exchange)?;
         {
-            let calls = rt.cann_unswitched();
             // SAFETY: `uid` outlives the init below, which reads it through `comm_args`;
             // `attr` is a valid struct.
             unsafe {
@@ -668,7 +673,10 @@ impl Transport for HwTransport {
             }?;
         }
         let (base, bases) = {
-            let calls = rt.cann(spec.instance)?;
+            if rt.features.multi_instance {
+                // SAFETY: takes an id; the instance was just created.
+                unsafe { calls.cann.try_aclshmemx_instance_ctx_set(spec.instance) }?;
+            }
             let malloc = calls.cann.aclshmem_malloc().map_err(HwError::from)?;
             let ptr = calls.cann.aclshmem_ptr().map_err(HwError::from)?;
             // SAFETY: a collective allocation every PE makes with the same size.
@@ -692,6 +700,7 @@ impl Transport for HwTransport {
             }
             (base as u64, bases)
         };
+        drop(calls);
         let mut streams = [std::ptr::null_mut::<c_void>(); 2];
         for s in &mut streams {
             // SAFETY: writes one aclrtStream.
@@ -969,8 +978,8 @@ impl Transport for HwTransport {
         self.enqueue_signal(&mut p, pe, sig)
     }
 
-    fn finalize(&self) -> Result<(), TransportError> {
-        self.end_instance()
+    fn finalize(&self, exchange: &mut dyn Exchange) -> Result<(), TransportError> {
+        self.end_instance(Some(exchange))
     }
 
     fn fence(&self, q: &HwQueue) -> Result<(), TransportError> {
@@ -1086,6 +1095,6 @@ impl Transport for HwTransport {
 impl Drop for HwTransport {
     fn drop(&mut self) {
         // Errors cannot be returned from here; the instance is gone either way.
-        let _ = self.end_instance();
+        let _ = self.end_instance(None);
     }
 }

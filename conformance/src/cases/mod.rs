@@ -148,10 +148,6 @@ const NEEDS: &[(&str, &[Need])] = &[
         &[Need::SimulatorSegments],
     ),
     (
-        "multi_instance::threads_drive_their_own_instances",
-        &[Need::ConcurrentInstanceCalls],
-    ),
-    (
         "multi_instance::unique_id_from_the_environment",
         &[Need::OwnSessionAddress],
     ),
