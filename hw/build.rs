@@ -69,12 +69,12 @@ fn param_type(p: &str) -> &str {
 
 /// The `Result` layer over table `table`: for every function that `returns_code`, an `unsafe fn`
 /// of the same name with `try_` before it that resolves the function, calls it and turns the
-/// code into a `Result` with `check`, failing with `HwError::<variant>` (cudarc's "result"
-/// layer).
+/// code into a `Result` with `check`, failing with the error `fail` makes (`{call}` is the C
+/// name; cudarc's "result" layer).
 fn results(
     table: &str,
     check: &str,
-    variant: &str,
+    fail: &str,
     functions: &[(&str, &str, &str, &str)],
     returns_code: impl Fn(&str, &str) -> bool,
 ) -> String {
@@ -96,9 +96,10 @@ fn results(
         let field = snake(cname);
         let _ = write!(
             out,
-            "    /// `{cname}({params})` ({src}), as a `Result`.\n    ///\n    /// # Safety\n    ///\n    /// The arguments meet `{cname}`'s C contract.\n    pub unsafe fn try_{field}(&self{}) -> Result<(), crate::HwError> {{\n        let f = self.{field}()?;\n        // SAFETY: the caller meets the C contract; `f` has the table's exact type.\n        let code = unsafe {{ f({}) }};\n        {check}(code).map_err(|error| crate::HwError::{variant} {{ call: \"{cname}\", error }})\n    }}\n",
+            "    /// `{cname}({params})` ({src}), as a `Result`.\n    ///\n    /// # Safety\n    ///\n    /// The arguments meet `{cname}`'s C contract.\n    pub unsafe fn try_{field}(&self{}) -> Result<(), crate::HwError> {{\n        let f = self.{field}()?;\n        // SAFETY: the caller meets the C contract; `f` has the table's exact type.\n        let code = unsafe {{ f({}) }};\n        {check}(code).map_err(|error| {})\n    }}\n",
             decl.iter().map(|d| format!(", {d}")).collect::<String>(),
-            args.join(", ")
+            args.join(", "),
+            fail.replace("{call}", cname)
         );
     }
     out.push_str("}\n");
@@ -163,7 +164,7 @@ fn main() {
     out.push_str(&results(
         "Acl",
         "AclError::check",
-        "Acl",
+        "self.failed(\"{call}\", error)",
         FUNCTIONS,
         |ret, _| ret == "aclError",
     ));
@@ -179,7 +180,7 @@ fn main() {
             + &results(
                 "Cann",
                 "ShmemError::check",
-                "Shmem",
+                "crate::HwError::Shmem { call: \"{call}\", error }",
                 cann::FUNCTIONS,
                 |_, name| cann::CODE_RETURNING.contains(&name),
             );

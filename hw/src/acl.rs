@@ -29,3 +29,26 @@ impl fmt::Display for AclError {
 }
 
 impl std::error::Error for AclError {}
+
+impl Acl {
+    /// The error of ACL call `call` that failed with `error`, with the runtime's message for
+    /// it (`aclGetRecentErrMsg`, read now, on the thread that made the call).
+    fn failed(&self, call: &'static str, error: AclError) -> crate::HwError {
+        let detail = self.acl_get_recent_err_msg().ok().and_then(|f| {
+            // SAFETY: `aclGetRecentErrMsg(void)` returns NULL or a C string the runtime keeps
+            // until the thread's next call.
+            let p = unsafe { f() };
+            if p.is_null() {
+                return None;
+            }
+            // SAFETY: non-null: a C string, per the above.
+            let msg = unsafe { std::ffi::CStr::from_ptr(p) };
+            Some(msg.to_string_lossy().into_owned())
+        });
+        crate::HwError::Acl {
+            call,
+            error,
+            detail: detail.filter(|d| !d.is_empty()),
+        }
+    }
+}

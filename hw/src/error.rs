@@ -20,13 +20,16 @@ pub enum HwError {
     /// A setting of the backend has a value it cannot use.
     #[error("{0}")]
     Setting(String),
-    /// An ACL runtime call failed.
-    #[error("{call} failed: {error}")]
+    /// An ACL runtime call failed, with the runtime's message for it when it gave one
+    /// (`aclGetRecentErrMsg`).
+    #[error("{call} failed: {error}{}", .detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
     Acl {
         /// The C function.
         call: &'static str,
         /// Its `aclError`.
         error: AclError,
+        /// The runtime's message.
+        detail: Option<String>,
     },
     /// A CANN SHMEM call failed.
     #[error("{call} failed: {error}")]

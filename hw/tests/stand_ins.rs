@@ -124,13 +124,28 @@ fn every_acl_function_of_the_table_resolves_and_calls_reach_the_runtime() {
         // A bad device id is an error naming the call, with the runtime's code.
         let e = rt.try_aclrt_set_device(-1).expect_err("device -1");
         match &e {
-            shmem_hw::HwError::Acl { call, error } => {
+            shmem_hw::HwError::Acl {
+                call,
+                error,
+                detail,
+            } => {
                 assert_eq!(*call, "aclrtSetDevice");
                 assert_eq!(error.0, acl::ACL_ERROR_RT_INVALID_DEVICEID);
+                // The runtime's own message for the failure comes with it.
+                assert!(
+                    detail
+                        .as_deref()
+                        .is_some_and(|d| d.contains("aclrtSetDevice")),
+                    "{detail:?}"
+                );
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(e.to_string(), "aclrtSetDevice failed: ACL error 107001");
+        assert!(
+            e.to_string()
+                .starts_with("aclrtSetDevice failed: ACL error 107001 ("),
+            "{e}"
+        );
         // The raw layer is the same call without the Result.
         assert_eq!(rt.aclrt_set_device().unwrap()(0), acl::ACL_SUCCESS);
         rt.try_aclrt_reset_device(0).expect("aclrtResetDevice");
