@@ -132,6 +132,16 @@ impl Strided {
         }
     }
 
+    /// Where element `i` starts: `first + i * stride` bytes (inside the span the core checked).
+    ///
+    /// ```
+    /// use shmem_backend::Strided;
+    /// assert_eq!(Strided { first: 100, stride: -8 }.at(3), 76);
+    /// ```
+    pub fn at(&self, i: usize) -> usize {
+        (self.first as isize + i as isize * self.stride) as usize
+    }
+
     /// The byte range `[lo, hi)` that `nelems` elements of `elem_size` bytes touch, or `None` when
     /// it does not fit in the address space.
     ///

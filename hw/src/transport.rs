@@ -87,6 +87,12 @@ pub enum HwQueue {
     Stream(DeviceStream),
 }
 
+/// Where a local operand lies: host memory (staged), or device memory at an address.
+enum Near<T> {
+    Host(T),
+    Device(u64),
+}
+
 /// An `aclrtStream`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct StreamHandle(usize);
@@ -388,6 +394,25 @@ impl HwTransport {
         Ok(())
     }
 
+    /// Where a local source lies: host bytes, or device memory at an address (this PE's
+    /// segment, or registered device memory).
+    fn near<'b>(&self, src: Local<'b>) -> Near<&'b [u8]> {
+        match src {
+            Local::Host(bytes) => Near::Host(bytes),
+            Local::Segment { offset, .. } => Near::Device(self.base + offset as u64),
+            Local::Device { addr, .. } => Near::Device(addr),
+        }
+    }
+
+    /// Where a local destination lies, as [`Self::near`] does for a source.
+    fn near_mut<'b>(&self, dst: LocalMut<'b>) -> Near<&'b mut [u8]> {
+        match dst {
+            LocalMut::Host(bytes) => Near::Host(bytes),
+            LocalMut::Segment { offset, .. } => Near::Device(self.base + offset as u64),
+            LocalMut::Device { addr, .. } => Near::Device(addr),
+        }
+    }
+
     /// Enqueues a put of `src` to offset `dst` of `pe`, staging host bytes.
     fn enqueue_put(
         &self,
@@ -396,8 +421,9 @@ impl HwTransport {
         dst: usize,
         src: Local<'_>,
     ) -> Result<(), TransportError> {
-        match src {
-            Local::Host(bytes) => {
+        let len = src.len();
+        match self.near(src) {
+            Near::Host(bytes) => {
                 for (i, chunk) in bytes.chunks(STAGE).enumerate() {
                     let at = self.stage_bytes(p, chunk.len())?;
                     self.h2d(at, chunk)?;
@@ -405,10 +431,7 @@ impl HwTransport {
                 }
                 Ok(())
             }
-            Local::Segment { offset, len } => {
-                self.put_device(p, pe, dst, self.base + offset as u64, len)
-            }
-            Local::Device { addr, len } => self.put_device(p, pe, dst, addr, len),
+            Near::Device(addr) => self.put_device(p, pe, dst, addr, len),
         }
     }
 
@@ -421,8 +444,9 @@ impl HwTransport {
         src: usize,
         dst: LocalMut<'_>,
     ) -> Result<(), TransportError> {
-        match dst {
-            LocalMut::Host(bytes) => {
+        let len = dst.len();
+        match self.near_mut(dst) {
+            Near::Host(bytes) => {
                 for (i, chunk) in bytes.chunks_mut(STAGE).enumerate() {
                     let at = self.stage_bytes(p, chunk.len())?;
                     self.get_device(p, pe, src + i * STAGE, at, chunk.len())?;
@@ -431,10 +455,7 @@ impl HwTransport {
                 }
                 Ok(())
             }
-            LocalMut::Segment { offset, len } => {
-                self.get_device(p, pe, src, self.base + offset as u64, len)
-            }
-            LocalMut::Device { addr, len } => self.get_device(p, pe, src, addr, len),
+            Near::Device(addr) => self.get_device(p, pe, src, addr, len),
         }
     }
 
@@ -831,10 +852,9 @@ impl Transport for HwTransport {
         nelems: usize,
     ) -> Result<(), TransportError> {
         let mut p = self.path(q)?;
-        let remote = |i: usize| (dst.first as isize + i as isize * dst.stride) as usize;
-        let near = |i: usize| (src_layout.first as isize + i as isize * src_layout.stride) as usize;
-        match src {
-            Local::Host(bytes) => {
+        let (remote, near) = (|i| dst.at(i), |i| src_layout.at(i));
+        match self.near(src) {
+            Near::Host(bytes) => {
                 // Packed into the staging area, as many elements at a time as fit.
                 let per = (STAGE / elem_size.max(1)).max(1);
                 let mut packed = Vec::with_capacity(per.min(nelems) * elem_size);
@@ -852,13 +872,7 @@ impl Transport for HwTransport {
                     }
                 }
             }
-            Local::Segment { offset, .. } => {
-                for i in 0..nelems {
-                    let from = self.base + (offset + near(i)) as u64;
-                    self.put_device(&mut p, pe, remote(i), from, elem_size)?;
-                }
-            }
-            Local::Device { addr, .. } => {
+            Near::Device(addr) => {
                 for i in 0..nelems {
                     let from = addr + near(i) as u64;
                     self.put_device(&mut p, pe, remote(i), from, elem_size)?;
@@ -879,10 +893,9 @@ impl Transport for HwTransport {
         nelems: usize,
     ) -> Result<(), TransportError> {
         let mut p = self.path(q)?;
-        let remote = |i: usize| (src.first as isize + i as isize * src.stride) as usize;
-        let near = |i: usize| (dst_layout.first as isize + i as isize * dst_layout.stride) as usize;
-        match dst {
-            LocalMut::Host(bytes) => {
+        let (remote, near) = (|i| src.at(i), |i| dst_layout.at(i));
+        match self.near_mut(dst) {
+            Near::Host(bytes) => {
                 let per = (STAGE / elem_size.max(1)).max(1);
                 let mut packed = vec![0u8; per.min(nelems) * elem_size];
                 for first in (0..nelems).step_by(per) {
@@ -902,13 +915,7 @@ impl Transport for HwTransport {
                     }
                 }
             }
-            LocalMut::Segment { offset, .. } => {
-                for i in 0..nelems {
-                    let to = self.base + (offset + near(i)) as u64;
-                    self.get_device(&mut p, pe, remote(i), to, elem_size)?;
-                }
-            }
-            LocalMut::Device { addr, .. } => {
+            Near::Device(addr) => {
                 for i in 0..nelems {
                     self.get_device(&mut p, pe, remote(i), addr + near(i) as u64, elem_size)?;
                 }

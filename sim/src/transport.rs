@@ -841,16 +841,13 @@ impl Transport for SimTransport {
         };
         if let Some(st) = self.holding(strict, pe) {
             for i in 0..nelems {
-                let (d, s) = (
-                    dst.first as isize + i as isize * dst.stride,
-                    src_layout.first as isize + i as isize * src_layout.stride,
-                );
+                let (d, s) = (dst.at(i), src_layout.at(i));
                 // SAFETY: both spans were checked by the core, so every element lies inside its
                 // segment or buffer.
-                let elem = unsafe { self.src_ptr(&src).offset(s) };
+                let elem = unsafe { self.src_ptr(&src).add(s) };
                 // SAFETY: as above.
                 let one = Local::Host(unsafe { std::slice::from_raw_parts(elem, elem_size) });
-                let op = self.owned_put(pe, d as usize, &one, None);
+                let op = self.owned_put(pe, d, &one, None);
                 self.hold_blocking(&st, pe, op);
             }
             return Ok(());
