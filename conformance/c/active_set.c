@@ -51,6 +51,8 @@ static void run(struct set s, long *ps) {
     /* broadcast64: guard elements on both sides; the root's dest is untouched. */
     for (int i = 0; i < N; i++) src64[i] = 0x0123456789ABCDEFULL + (uint64_t)i + 16 * (uint64_t)s.idx;
     for (int i = 0; i < N + 2; i++) dst64[i] = GUARD;
+    /* Every dest is ready before any member calls (the root writes into it at once). */
+    shmem_sync(s.start, s.log, s.size, s.chk);
     shmem_broadcast64(dst64 + 1, src64, N, root, s.start, s.log, s.size, ps);
     CHECK(dst64[0] == (uint64_t)GUARD && dst64[N + 1] == (uint64_t)GUARD, "broadcast64 wrote a guard");
     for (int i = 0; i < N; i++) {
@@ -62,6 +64,7 @@ static void run(struct set s, long *ps) {
     /* broadcast32 */
     for (int i = 0; i < N; i++) src32[i] = 0x89ABCDEFu + (uint32_t)i + 16u * (uint32_t)s.idx;
     for (int i = 0; i < N + 2; i++) dst32[i] = 0x5A5A5A5Au;
+    shmem_sync(s.start, s.log, s.size, s.chk);
     shmem_broadcast32(dst32 + 1, src32, N, root, s.start, s.log, s.size, ps);
     CHECK(dst32[0] == 0x5A5A5A5Au && dst32[N + 1] == 0x5A5A5A5Au, "broadcast32 wrote a guard");
     for (int i = 0; i < N; i++) {

@@ -57,6 +57,7 @@ int main(void) {
     for (int p = 0; p < n; p++) CHECK(dst[2 * p] == p * 1000 + 2 * me, "alltoall from %d", p);
     CHECK(shmem_int_alltoalls(SHMEM_TEAM_WORLD, dst, src, 2, 1, 1) == 0, "alltoalls");
     for (int p = 0; p < n; p++) CHECK(dst[2 * p] == p * 1000 + me, "alltoalls from %d", p);
+    shmem_barrier_all(); /* every dst is ready for the broadcast (the checks above read it) */
     CHECK(shmem_broadcastmem(SHMEM_TEAM_WORLD, dst, src, 8, 0) == 0 && dst[1] == 1, "broadcastmem");
 
     /* Reductions over the world team. */

@@ -10,6 +10,9 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("coll::broadcast_from_every_root", |c| {
             on_both_instances(c, broadcast)
         }),
+        Case::new("coll::broadcasts_in_a_row_with_no_barrier", |c| {
+            on_both_instances(c, broadcasts_in_a_row)
+        }),
         Case::new("coll::fcollect_and_collect", |c| {
             on_both_instances(c, collects)
         }),
@@ -112,6 +115,38 @@ fn scans(inst: &Instance) -> Outcome {
         b.free()?;
     }
     f.free()?;
+    Ok(())
+}
+
+/// 64 broadcasts in a row on one pair of buffers, with rotating roots, sizes from 0 to 8 KiB
+/// (the scratch slots' limit) and 8 KiB + 4 (the large path), and no barrier between them:
+/// a root that returns early must not overwrite a slot a slow member still copies out of, and
+/// a member's `dest` holds each broadcast's data when it returns.
+fn broadcasts_in_a_row(inst: &Instance) -> Outcome {
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let world = inst.team_world();
+    const MAX: usize = (8 << 10) / 4 + 1;
+    let src = inst.calloc::<u32>(MAX)?;
+    let dst = inst.calloc::<u32>(MAX)?;
+    let sizes = [0usize, 1, 2, 16, 255, MAX - 1, MAX];
+    for k in 0..64u32 {
+        let root = (k * 7 + 3) % n;
+        let len = sizes[k as usize % sizes.len()];
+        let value = |i: usize| (k << 24) ^ (me << 16) ^ i as u32;
+        src.slice(0..len)
+            .put(&(0..len).map(value).collect::<Vec<_>>(), me)?;
+        world.broadcast(dst.slice(0..len), src.slice(0..len), root)?;
+        let got = dst.slice(0..len).to_vec(me)?;
+        let want: Vec<u32> = (0..len)
+            .map(|i| (k << 24) ^ (root << 16) ^ i as u32)
+            .collect();
+        check!(
+            got == want,
+            "broadcast {k} of {len} elements from root {root}: wrong data"
+        );
+    }
+    src.free()?;
+    dst.free()?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 use bytemuck::Pod;
 use shmem_backend::{Pe, SignalOp, Strided};
 
-use super::{Bytes, GATHER_BYTES, GATHER_HALF, check_len};
+use super::{BROADCAST_SLOT, Bytes, GATHER_BYTES, GATHER_HALF, check_len};
 use crate::error::{Error, Result};
 use crate::sym::SymSlice;
 use crate::team::{Team, words};
@@ -63,6 +63,10 @@ impl Team {
 
     /// Copies `source` on PE `root` into `dest` on every member, the root included
     /// (`shmem_broadcast`). Collective over the team; `dest` and `source` have the same length.
+    ///
+    /// Up to 8 KiB, the root returns once its data is out, without waiting for the others to
+    /// arrive; each member returns once its `dest` holds the data. A member's `dest` is written
+    /// only while that member is in the call.
     pub fn broadcast<T: Pod>(
         &self,
         dest: SymSlice<'_, T>,
@@ -78,13 +82,17 @@ impl Team {
                 n_pes: n,
             });
         }
+        let len = source.byte_len();
+        if len <= BROADCAST_SLOT {
+            return self.broadcast_small(dest.offset(), source.offset(), len, root);
+        }
         let mut c = self.state.coll();
         c.seq += 1;
         let seq = c.seq;
         if self.my_pe() == root {
             c.ready += u64::from(n - 1);
             self.wait_word(words::READY, c.ready, "members ready for a broadcast")?;
-            let data = Bytes::Own(source.offset(), source.byte_len());
+            let data = Bytes::Own(source.offset(), len);
             for r in 0..n {
                 self.put_signal_word(r, dest.offset(), data, words::DONE, SignalOp::Set, seq)?;
             }
@@ -93,6 +101,41 @@ impl Team {
             self.wait_word(words::DONE, seq, "a broadcast's data")?;
         }
         Ok(())
+    }
+
+    /// A broadcast of `len` bytes, at most one broadcast slot, through the members' scratch.
+    fn broadcast_small(&self, dest: usize, source: usize, len: usize, root: Pe) -> Result<()> {
+        let mut c = self.state.coll();
+        c.broadcasts += 1;
+        let k = c.broadcasts;
+        // Small broadcast `k` goes through slot `k % SLOTS` and its word, which broadcast
+        // `k - SLOTS` used last. Roots do not wait, so a member may still be copying out of
+        // that slot when a fast root reaches broadcast `k`: the first broadcast of every window
+        // of SLOTS begins with a barrier, after which every member has returned from every
+        // earlier broadcast and every earlier root's puts are complete.
+        const SLOTS: u64 = words::BROADCAST_SLOTS;
+        if k > SLOTS && k % SLOTS == 1 {
+            self.run_barrier(self.q(), "broadcast")?;
+        }
+        let (slot, word) = (
+            self.broadcast_slot(k % SLOTS),
+            words::BROADCAST + 8 * (k % SLOTS),
+        );
+        if self.my_pe() == root {
+            let data = Bytes::Own(source, len);
+            let n = self.n_pes();
+            for r in (1..n).map(|i| (root + i) % n) {
+                if len == 0 {
+                    self.signal_word(r, word, SignalOp::Set, k)?;
+                } else {
+                    self.put_signal_word(r, slot, data, word, SignalOp::Set, k)?;
+                }
+            }
+            self.copy_own(dest, source, len)
+        } else {
+            self.wait_word(word, k, "a broadcast's data")?;
+            self.copy_own(dest, slot, len)
+        }
     }
 
     /// Puts this PE's blocks into the members' memory at segment offset `dest` (each at its

@@ -3,11 +3,17 @@
 //!
 //! Each team has a sync slot in the reserved heap area (counters that only grow: see
 //! [`words`](crate::team::words)) and a scratch area beyond the heap, split into a *gather*
-//! region (small exchanges: the team index agreement, `collect`'s sizes) and a *reduction*
-//! region (one slot per child of the reduction tree). The algorithms:
+//! region (small exchanges: the team index agreement, `collect`'s sizes), *broadcast* slots
+//! and a *reduction* region (one slot per child of the reduction tree). The algorithms:
 //!
-//! - **broadcast**: members tell the root they are ready (their `dest` is free), the root puts
-//!   the data into every member's `dest` with a signal. Two phases, however many PEs.
+//! - **broadcast** of up to [`BROADCAST_SLOT`] bytes: the root puts the data into a broadcast
+//!   slot of every member's scratch with a signal to that slot's word, and returns once its
+//!   data is out; each member waits for its word and copies the slot into its `dest`. One
+//!   phase: the slots are used in turn, and the first broadcast of every
+//!   [`BROADCAST_SLOTS`](words::BROADCAST_SLOTS) begins with a barrier, so a slot is written
+//!   again only after every member has copied out of it. Larger ones: members tell the root
+//!   they are ready (their `dest` is free), the root puts the data into every member's `dest`
+//!   with a signal. Two phases.
 //! - **small fcollect, collect, alltoall** (all blocks together within half the gather
 //!   region): every PE puts its blocks into every member's gather scratch with a signal-add,
 //!   waits for its own count and copies the blocks into its `dest`. One phase: the two halves
@@ -39,14 +45,18 @@ use shmem_backend::{Local, LocalMut, Pe, Signal, SignalOp, Width};
 use crate::error::{Error, Result};
 use crate::fabric::{Fabric, Queue};
 use crate::instance::Instance;
-use crate::team::{CollWait, SCRATCH_PER_TEAM, Team, at_least};
+use crate::team::{CollWait, SCRATCH_PER_TEAM, Team, at_least, words};
 
 /// Bytes of a team's scratch used for gathers.
 pub(crate) const GATHER_BYTES: usize = 16 << 10;
 /// Bytes of one half of the gather region (small exchanges alternate between the halves).
 pub(crate) const GATHER_HALF: usize = GATHER_BYTES / 2;
+/// Bytes of one broadcast slot: the largest broadcast that goes through the scratch.
+pub(crate) const BROADCAST_SLOT: usize = 8 << 10;
+/// Bytes of a team's scratch used for broadcasts.
+pub(crate) const BROADCAST_BYTES: usize = BROADCAST_SLOT * words::BROADCAST_SLOTS as usize;
 /// Bytes of a team's scratch used for reductions.
-pub(crate) const REDUCE_BYTES: usize = SCRATCH_PER_TEAM - GATHER_BYTES;
+pub(crate) const REDUCE_BYTES: usize = SCRATCH_PER_TEAM - GATHER_BYTES - BROADCAST_BYTES;
 /// The smallest reduction (in bytes) that goes by reduce-scatter and allgather.
 pub(crate) const RS_MIN_BYTES: usize = 4 << 10;
 /// Bytes of one reduction slot (one per child of the tree).
@@ -99,9 +109,14 @@ impl Team {
         self.reduce_area() + i as usize * REDUCE_SLOT
     }
 
+    /// The segment offset of broadcast slot `i`.
+    pub(crate) fn broadcast_slot(&self, i: u64) -> usize {
+        self.state.scratch + GATHER_BYTES + i as usize * BROADCAST_SLOT
+    }
+
     /// The segment offset of this team's reduction region.
     pub(crate) fn reduce_area(&self) -> usize {
-        self.state.scratch + GATHER_BYTES
+        self.state.scratch + GATHER_BYTES + BROADCAST_BYTES
     }
 
     /// Puts `data` at segment offset `dst` of team rank `rank` with a signal-add of 1 to its

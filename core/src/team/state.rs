@@ -15,7 +15,7 @@ pub(crate) const RADIX: u32 = shmem_backend::sync::RADIX;
 /// team mask effectively allows 64).
 pub const MAX_TEAMS: usize = 128;
 /// Bytes of collective scratch per team, beyond the heap.
-pub(crate) const SCRATCH_PER_TEAM: usize = 64 << 10;
+pub(crate) const SCRATCH_PER_TEAM: usize = 96 << 10;
 /// The index of the world team.
 pub(crate) const WORLD_INDEX: u32 = 0;
 /// The index of the shared team.
@@ -27,9 +27,9 @@ pub(crate) mod words {
     pub(crate) const ARRIVE: u64 = 0;
     /// Barrier release (signal-set of the epoch by the parent).
     pub(crate) const RELEASE: u64 = 64;
-    /// Collectives: a root counts the members ready to receive.
+    /// Large broadcasts: a root counts the members ready to receive.
     pub(crate) const READY: u64 = 128;
-    /// Collectives: a root tells a member its data has arrived.
+    /// Large broadcasts: a root tells a member its data has arrived.
     pub(crate) const DONE: u64 = 192;
     /// Collectives: blocks received in an all-to-all exchange.
     pub(crate) const DATA: u64 = 256;
@@ -50,8 +50,15 @@ pub(crate) mod words {
     pub(crate) const SCAN: u64 = 768;
     /// Scans: the next member has read this PE's prefix (set by it).
     pub(crate) const SCAN_ACK: u64 = 832;
+    /// Small broadcasts: one word per broadcast slot of the scratch (packed in one line); small
+    /// broadcast number `k` of the team sets word `k % BROADCAST_SLOTS` to `k` on a member once
+    /// the data is in that member's slot.
+    pub(crate) const BROADCAST: u64 = 896;
+    /// Broadcast slots in a team's scratch, and words of the [`BROADCAST`] ring.
+    pub(crate) const BROADCAST_SLOTS: u64 = 4;
 }
-const _: () = assert!(words::SCAN_ACK + 8 <= SYNC_ARRAY_SIZE);
+const _: () = assert!(words::SCAN_ACK + 8 <= words::BROADCAST);
+const _: () = assert!(words::BROADCAST + 8 * words::BROADCAST_SLOTS <= SYNC_ARRAY_SIZE);
 
 /// A wait until this PE's 64-bit sync word at `offset` is at least `threshold`.
 pub(crate) fn at_least(offset: usize, threshold: u64) -> WaitWord {
@@ -104,10 +111,12 @@ impl Members {
 /// waited on. Collectives on one team never run concurrently, so a mutex costs nothing.
 #[derive(Debug, Default)]
 pub(crate) struct CollCounters {
-    /// Collective operations completed (the value of DONE a root sets).
+    /// Large broadcasts completed (the value of DONE a root sets).
     pub seq: u64,
     /// READY signals this PE has waited for as a root.
     pub ready: u64,
+    /// Small broadcasts begun on the team (the value a root sets in the broadcast ring).
+    pub broadcasts: u64,
     /// DATA signals this PE has waited for.
     pub data: u64,
     /// UP signals this PE has waited for.

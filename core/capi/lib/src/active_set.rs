@@ -11,16 +11,19 @@
 //! - the barrier counts arrivals in the first member's `pSync[0]` and releases each member
 //!   through its `pSync[1]`; every word is back to 0 when the call returns, so the same `pSync`
 //!   may serve the next call at once (OpenSHMEM asks only that it be reused after a barrier);
-//! - the data routines are one barrier (every source is ready), gets from the members' sources
-//!   into this PE's destination, and one barrier (nobody changes a source still being read);
-//! - `collect` publishes each member's element count in its `pSync[2]`.
+//! - the broadcast is one phase: the root puts into every member's `dest` and sets its
+//!   `pSync[2]` after the data, and each member waits for that word and clears it;
+//! - the other data routines are one barrier (every source is ready), gets from the members'
+//!   sources into this PE's destination, and one barrier (nobody changes a source still being
+//!   read);
+//! - `collect` publishes each member's element count in its `pSync[2]` too.
 //!
 //! `pWrk` is not needed (each PE combines the members' sources it gets) and is never touched.
 
 use std::ffi::{c_int, c_long, c_void};
 
 use bytemuck::Pod;
-use shmem_core::{Cmp, Error, Instance, ReduceOp, Reducible, Result, SymSlice};
+use shmem_core::{Cmp, Error, Instance, ReduceOp, Reducible, Result, SignalOp, SymSlice};
 
 use crate::boundary::call;
 use crate::world::{view, world};
@@ -180,11 +183,13 @@ pub(crate) fn sync(
 
 /// `shmem_broadcast{32,64}`: `dest` on every member but the root gets the root's `source`.
 ///
-/// # Safety
-///
-/// `dest` is writable for `nelems` elements of `T` on every member but the root.
+/// One phase, as OpenSHMEM's contract allows (before any member calls, every member's `dest`
+/// is ready and its `pSync` no longer in use): the root puts `source` into every other member's
+/// symmetric `dest`, each followed by a signal that sets that member's `pSync[2]`, and returns
+/// once the data is out; a member waits for its `pSync[2]`, clears it and returns. The barrier's
+/// words are not used, so a barrier on the same `pSync` may follow at once.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn broadcast<T: Pod>(
+pub(crate) fn broadcast<T: Pod>(
     name: &str,
     dest: *mut c_void,
     source: *const c_void,
@@ -205,15 +210,20 @@ pub(crate) unsafe fn broadcast<T: Pod>(
                     set.size
                 ))
             })?;
-        let sync = psync(w, p_sync)?;
-        let src = view(w, source.cast::<T>(), nelems)?;
-        barrier(set, sync)?;
-        if set.me != root && nelems > 0 {
-            // SAFETY: the C contract: `dest` holds `nelems` elements, which no other call of
-            // this PE touches while this one runs.
-            src.get(unsafe { local(dest.cast::<T>(), nelems) }, set.pe(root))?;
+        let flag = view(w, p_sync.cast::<u64>(), PSYNC_WORDS)?.elem(2);
+        let dst = view(w, dest.cast::<T>(), nelems)?;
+        if set.me == root {
+            let src = view(w, source.cast::<T>(), nelems)?;
+            for (i, pe) in set.members() {
+                if i != root {
+                    dst.put_signal_from(src, flag, 1, SignalOp::Set, pe)?;
+                }
+            }
+            Ok(())
+        } else {
+            flag.signal_wait_until(Cmp::Ne, 0)?;
+            flag.signal_op(0, SignalOp::Set, w.my_pe())
         }
-        barrier(set, sync)
     });
 }
 
@@ -393,11 +403,8 @@ macro_rules! sized {
             dest: *mut c_void, source: *const c_void, nelems: usize, pe_root: c_int,
             pe_start: c_int, log_pe_stride: c_int, pe_size: c_int, p_sync: *mut c_long,
         ) {
-            // SAFETY: forwarded from the C contract.
-            unsafe {
-                broadcast::<$t>(stringify!($bcast), dest, source, nelems, pe_root, pe_start,
-                    log_pe_stride, pe_size, p_sync)
-            }
+            broadcast::<$t>(stringify!($bcast), dest, source, nelems, pe_root, pe_start,
+                log_pe_stride, pe_size, p_sync)
         }
 
         #[doc = concat!("`", stringify!($collect), "` (deprecated active-set collect).")]
