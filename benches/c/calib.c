@@ -10,6 +10,9 @@
  *       processes on two different CPUs (skipped with one CPU); "unpinned" leaves placement to
  *       the scheduler, as both libraries do beyond 2 PEs. It is the floor for a 2-PE barrier and
  *       for any flag handshake.
+ *   barrier_spin_2_unpinned, barrier_spin_2_pinned (us): a central-counter barrier between two
+ *       forked processes (fetch_add on a counter, the last arriver bumps a generation the other
+ *       waits on, spinning then yielding): the reference of a 2-PE barrier.
  *
  * Figures are medians of batch means, as in common.h; output uses the same RESULT lines.
  * Run: calib [-q]. */
@@ -173,6 +176,69 @@ static double round_trip(int pinned, int batches, int reps) {
     return median_of(t, batches) * 1e6;
 }
 
+/* ---- central-counter barrier ---------------------------------------------------------------- */
+
+struct central {
+    atomic_long count, generation, stop;
+};
+
+/* One barrier of two processes: the last to arrive resets the count and bumps the generation;
+ * the first waits (spinning, then sched_yield) until the generation moves, or the run stops. */
+static void central_barrier(struct central *b) {
+    long gen = atomic_load_explicit(&b->generation, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) == 1) {
+        atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+        atomic_store_explicit(&b->generation, gen + 1, memory_order_release);
+        return;
+    }
+    unsigned spins = 0;
+    while (atomic_load_explicit(&b->generation, memory_order_acquire) == gen &&
+           !atomic_load_explicit(&b->stop, memory_order_acquire)) {
+        if (++spins < SPIN_BEFORE_YIELD) cpu_relax();
+        else sched_yield();
+    }
+}
+
+/* The median time of one two-process central-counter barrier in us (machine-limits B.6's
+ * spinning barrier), or a negative value if it could not run; batches as in round_trip. */
+static double barrier_2(int pinned, int batches, int reps) {
+    if (pinned) {
+        cpu_set_t set;
+        if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2) return -1;
+    }
+    void *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return -1;
+    struct central *b = (struct central *)map;
+    atomic_init(&b->count, 0);
+    atomic_init(&b->generation, 0);
+    atomic_init(&b->stop, 0);
+    pid_t child = fork();
+    if (child < 0) return -1;
+    if (child == 0) {
+        if (pinned) pin_to(1);
+        while (!atomic_load_explicit(&b->stop, memory_order_acquire)) central_barrier(b);
+        _exit(0);
+    }
+    cpu_set_t saved;
+    int have_saved = sched_getaffinity(0, sizeof saved, &saved) == 0;
+    if (pinned) pin_to(0);
+    double t[MAX_BATCHES];
+    for (int i = -1; i < batches; i++) {
+        int n = i < 0 ? (reps / 4 > 1 ? reps / 4 : 1) : reps;
+        double t0 = now_sec();
+        for (int r = 0; r < n; r++) central_barrier(b);
+        double per = (now_sec() - t0) / n;
+        if (i >= 0) t[i] = per;
+        else if (per * reps > 0.02) reps = per > 0.02 / 20 ? 20 : (int)(0.02 / per);
+    }
+    /* The child leaves its loop, or the barrier it waits in, when it sees the flag. */
+    atomic_store_explicit(&b->stop, 1, memory_order_release);
+    waitpid(child, NULL, 0);
+    if (pinned && have_saved) sched_setaffinity(0, sizeof saved, &saved);
+    munmap(map, 4096);
+    return median_of(t, batches) * 1e6;
+}
+
 int main(int argc, char **argv) {
     int quick = 0;
     for (int i = 1; i < argc; i++)
@@ -188,6 +254,10 @@ int main(int argc, char **argv) {
     if (un >= 0) printf("RESULT rt_unpinned %.6g us\n", un);
     if (pin >= 0) printf("RESULT rt_pinned %.6g us\n", pin);
     printf("# cache-line round trip: unpinned %.3f us, pinned %.3f us\n", un, pin);
+    double bun = barrier_2(0, batches, reps), bpin = barrier_2(1, batches, reps);
+    if (bun >= 0) printf("RESULT barrier_spin_2_unpinned %.6g us\n", bun);
+    if (bpin >= 0) printf("RESULT barrier_spin_2_pinned %.6g us\n", bpin);
+    printf("# two-process central-counter barrier: unpinned %.3f us, pinned %.3f us\n", bun, bpin);
     printf("DONE\n");
     return 0;
 }

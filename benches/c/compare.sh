@@ -4,9 +4,11 @@
 #   row, unit, ours, Open MPI, ours/OMPI, which is better, and the matching calibration figure
 #   (memcpy of the same size, or the cache-line round trip) measured in the same run.
 #
-# Usage: benches/c/compare.sh [--quick] [--pairs N] [--team] [--ours-only] [--keep]
+# Usage: benches/c/compare.sh [--quick] [--pairs N] [--runs LIST] [--team] [--ours-only] [--keep]
 #   --quick      fewer repetitions (programs get -q), barrier only up to 8 PEs: about 1 minute
-#   --pairs N    A/B pairs per row (default 5, quick 3); each row is the median over the pairs
+#   --pairs N    A/B pairs per row (default 5, quick 3); each row is the median over the pairs,
+#                and ours/OMPI the median of the per-pair ratios
+#   --runs LIST  only these runs, "PROGRAM NPES" separated by commas ("osh_coll 4,osh_amo 2")
 #   --team       time our library's OpenSHMEM 1.5 team collectives even when the 1.4 active-set
 #                routines link (by default ours uses the same active-set form as Open MPI 4.1)
 #   --ours-only  do not run Open MPI even if it is installed
@@ -32,7 +34,7 @@ CC=${CC:-cc}
 RUN_TIMEOUT=${RUN_TIMEOUT:-180}
 CFLAGS=(-std=c11 -O2 -Wall -Wextra)
 
-quick=0 pairs="" team=0 ours_only=0 keep=0
+quick=0 pairs="" team=0 ours_only=0 keep=0 only=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick | -q) quick=1 ;;
@@ -40,7 +42,8 @@ while [ $# -gt 0 ]; do
     --team) team=1 ;;
     --ours-only) ours_only=1 ;;
     --keep) keep=1 ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --runs) only=${2:?--runs needs a list}; shift ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -106,6 +109,7 @@ fi
 RUNS=("osh_lat 2" "osh_bw 2" "osh_amo 2" "osh_coll 2" "osh_coll 4")
 if [ "$quick" = 1 ]; then BARRIER_NP=(2 4 8); else BARRIER_NP=(2 4 8 16 32 64); fi
 for n in "${BARRIER_NP[@]}"; do RUNS+=("osh_barrier $n"); done
+if [ -n "$only" ]; then IFS=',' read -r -a RUNS <<<"$only"; fi
 qflag=(); [ "$quick" = 1 ] && qflag=(-q)
 
 run_one() { # lib prog npes pair
@@ -277,7 +281,10 @@ for row in order:
     line = [row, u, fmt(o), spread(vals["ours"].get(row, []))]
     if have_ompi:
         c = statistics.median(vals["ompi"][row]) if vals["ompi"].get(row) else None
-        ratio = o / c if o is not None and c else None
+        # The median of the per-pair ratios (each pair ran both libraries back to back).
+        po, pc = vals["ours"].get(row, []), vals["ompi"].get(row, [])
+        per_pair = [a / b for a, b in zip(po, pc) if b] if len(po) == len(pc) else []
+        ratio = statistics.median(per_pair) if per_pair else (o / c if o is not None and c else None)
         better = ""
         if ratio is not None:
             lower_better = u == "us"
@@ -309,6 +316,25 @@ if calm:
     mc = " ".join(f"{k[len('memcpy_bw_'):]}={fmt(v)}" for k, v in calm.items() if k.startswith("memcpy_bw_"))
     print(f"calibration (plain C, median of {len(glob.glob(work + '/out/calib.p*.txt'))} runs): memcpy GB/s {mc}")
     print(f"  cache-line round trip between two processes: unpinned {fmt(calm.get('rt_unpinned'))} us, pinned {fmt(calm.get('rt_pinned'))} us")
+    print(f"  central-counter spinning barrier of two processes: unpinned {fmt(calm.get('barrier_spin_2_unpinned'))} us, pinned {fmt(calm.get('barrier_spin_2_pinned'))} us")
+# Our 2-PE barrier against the spinning barrier of the same pair (both unpinned).
+spin = {}
+for path in glob.glob(f"{work}/out/calib.p*.txt"):
+    p = int(re.search(r"calib\.p(\d+)\.txt$", path).group(1))
+    for row, v, u in parse(path)[0]:
+        if row == "barrier_spin_2_unpinned":
+            spin[p] = v
+ratios = []
+for p in sorted(spin):
+    base = f"{work}/out/ours.osh_barrier.np2.p{p}.txt"
+    if os.path.exists(base):
+        ours_b = [v for row, v, u in parse(base)[0] if row == "barrier_np2"]
+        if ours_b and spin[p]:
+            ratios.append(ours_b[0] / spin[p])
+if ratios:
+    r = statistics.median(ratios)
+    print(f"  ours barrier_np2 / the spinning barrier, median of {len(ratios)} per-pair ratios: {r:.2f} "
+          f"(target at most 1.5: {'met' if r <= 1.5 else 'missed'})")
 for lib in libs:
     name = "ours" if lib == "ours" else "Open MPI"
     for i in infos[lib]:

@@ -15,10 +15,24 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// The environment variable of `shmem-bench --smoke`, which the PEs it launches inherit.
+pub const SMOKE: &str = "SHMEM_BENCH_SMOKE";
+
+/// Whether this is a smoke run (`shmem-bench --smoke`): every measurement runs once, to show it
+/// works, not to measure.
+pub fn smoke() -> bool {
+    static SMOKE_RUN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SMOKE_RUN.get_or_init(|| std::env::var_os(SMOKE).is_some())
+}
+
 /// Runs `batch` (which performs `per_batch` operations) `batches` times after one warm-up, and
-/// returns the median time per operation in seconds.
+/// returns the median time per operation in seconds. A smoke run makes one batch and no
+/// warm-up.
 pub fn median_per_op(batches: usize, per_batch: usize, mut batch: impl FnMut()) -> f64 {
-    batch();
+    let batches = if smoke() { 1 } else { batches };
+    if !smoke() {
+        batch();
+    }
     let mut times: Vec<f64> = (0..batches)
         .map(|_| {
             let t = Instant::now();

@@ -460,7 +460,20 @@ impl Fabric {
         Ok(on!(self, |t| t.finalize(exchange))?)
     }
 
+    /// Completes the operations on `q`: on the simulator a fence (and, in strict mode, the
+    /// held operations), inlined into the caller; on the hardware a call out of line.
+    #[inline]
     pub(crate) fn quiet(&self, q: &Queue) -> Result<()> {
+        match (self, q) {
+            (Fabric::Sim(t), Queue::Sim(q)) => Ok(t.quiet(q)?),
+            #[cfg(not(feature = "stand-in"))]
+            _ => self.quiet_out_of_line(q),
+        }
+    }
+
+    #[cfg(not(feature = "stand-in"))]
+    #[inline(never)]
+    fn quiet_out_of_line(&self, q: &Queue) -> Result<()> {
         Ok(on!(self, q, |t, q| t.quiet(q))?)
     }
 

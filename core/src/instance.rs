@@ -381,8 +381,7 @@ impl Instance {
     pub fn barrier_all(&self) -> Result<()> {
         self.check_live()?;
         self.fabric().quiet(&self.inner.queue)?;
-        self.team_world()
-            .run_barrier(&self.inner.sync_queue, "barrier_all")
+        self.world_barrier("barrier_all")
     }
 
     /// Waits for every PE of the instance, without completing outstanding operations
@@ -390,8 +389,23 @@ impl Instance {
     /// that strict mode keeps held non-blocking operations pending across a sync.)
     pub fn sync_all(&self) -> Result<()> {
         self.check_live()?;
-        self.team_world()
-            .run_barrier(&self.inner.sync_queue, "sync_all")
+        self.world_barrier("sync_all")
+    }
+
+    /// A barrier over the world team on the internal queue, named `call` in hang reports and
+    /// timeouts ([`Team::run_barrier`]'s, without making a team handle).
+    fn world_barrier(&self, call: &str) -> Result<()> {
+        let world = &self.inner.teams.world;
+        crate::team::hang::record_entry(self, world)?;
+        let b = world.next_barrier();
+        let what = crate::team::hang::WorldWait {
+            inst: self,
+            what: call,
+        };
+        // SAFETY: the members are PEs of the instance and the sync words lie in its heap's
+        // reserved area, aligned (the world team's slot is).
+        unsafe { self.fabric().barrier(&self.inner.sync_queue, &b, &what) }
+            .map_err(|e| self.fail(e))
     }
 
     /// The symmetric address of the start of this PE's heap (`aclshmemx_get_heap_base`): on

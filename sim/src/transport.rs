@@ -480,6 +480,65 @@ impl SimTransport {
             .cloned()
     }
 
+    /// A barrier over `b`'s members, performed now: [`Self::counter_barrier`] for teams of up
+    /// to `RADIX + 1` members, the core's tree above.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::barrier`]'s.
+    unsafe fn barrier_now(
+        &self,
+        q: &SimQueue,
+        b: &BarrierSpec,
+        what: &dyn fmt::Display,
+    ) -> Result<(), TransportError> {
+        if b.size <= sync::RADIX + 1 {
+            // SAFETY: forwarded.
+            unsafe { self.counter_barrier(q, b, what) }
+        } else {
+            // SAFETY: forwarded.
+            unsafe { sync::tree_barrier(self, q, b, what) }
+        }
+    }
+
+    /// The central-counter barrier: every member fetch-adds one to the first member's arrival
+    /// word, and waits, watching that word in the first member's segment (every segment is
+    /// mapped here, and its control block wakes sleepers of any process), until it reaches
+    /// `epoch * size`. The last arrival is the release: one cache line goes around, and no
+    /// member waits for another to be scheduled to release it. Counts only grow, so a member
+    /// still waiting when the next barrier's arrivals begin sees its own target passed.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::barrier`]'s.
+    unsafe fn counter_barrier(
+        &self,
+        q: &SimQueue,
+        b: &BarrierSpec,
+        what: &dyn fmt::Display,
+    ) -> Result<(), TransportError> {
+        let n = b.size;
+        if n <= 1 {
+            return Ok(());
+        }
+        let (first, target) = (b.pe(0), b.epoch * u64::from(n));
+        // SAFETY: the first member is a PE of the instance; the word is aligned and in bounds.
+        let before = unsafe { self.atomic(q, first, b.arrive, Width::W64, AmoOp::Add(1)) }?;
+        if before + 1 >= target {
+            return Ok(());
+        }
+        let word = self.at(first, b.arrive);
+        wait_until(
+            self.control(first),
+            Watch::word(b.arrive, Width::W64),
+            self.shared.phases,
+            &*self.shared.watchdog,
+            what,
+            // SAFETY: an aligned word of a mapped segment (checked by the core).
+            &mut || Ok(unsafe { access::load(word, Width::W64) } >= target),
+        )
+    }
+
     /// Holds blocking `op` to `pe` (strict mode with relaxed completion).
     #[cold]
     fn hold_blocking(&self, st: &Strict, pe: Pe, op: Deferred) {
@@ -1211,11 +1270,11 @@ impl Transport for SimTransport {
     ) -> Result<(), TransportError> {
         match &q.kind {
             // SAFETY: forwarded from this function's contract.
-            Kind::Plain(_) => unsafe { sync::tree_barrier(self, q, b, what) },
+            Kind::Plain(_) => unsafe { self.barrier_now(q, b, what) },
             Kind::Stream(s) => {
                 let (t, b, what) = (self.clone(), *b, what.to_string());
                 // SAFETY: forwarded from this function's contract.
-                s.enqueue(move || unsafe { sync::tree_barrier(&t, &IMMEDIATE, &b, &what) });
+                s.enqueue(move || unsafe { t.barrier_now(&IMMEDIATE, &b, &what) });
                 Ok(())
             }
         }

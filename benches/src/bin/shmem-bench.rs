@@ -44,6 +44,11 @@ const REDUCE_MAX: usize = 8192;
     about = "Benchmarks of the shmem simulator against the machine's limits and Open MPI's OpenSHMEM"
 )]
 struct Args {
+    /// A run that only shows every measurement works (in about a minute, as CI runs it): one
+    /// batch per figure, no Open MPI, barriers and collectives on 2 and 4 PEs. Its figures are
+    /// not measurements.
+    #[arg(long)]
+    smoke: bool,
     /// Skip the Open MPI OpenSHMEM comparison.
     #[arg(long)]
     no_oshmem: bool,
@@ -75,7 +80,15 @@ fn main() -> ExitCode {
             }
         };
     }
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if args.smoke {
+        // The PEs inherit the setting, which shortens every batch loop (`stats::smoke`).
+        // SAFETY: nothing else runs yet: the driver is single-threaded until it launches jobs.
+        unsafe { std::env::set_var(shmem_benches::stats::SMOKE, "1") };
+        args.no_oshmem = true;
+        args.barrier_pes = vec![2, 4];
+        args.coll_pes = vec![2, 4];
+    }
     match driver(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -268,7 +281,8 @@ fn coll_reps(n: u32, large: bool) -> usize {
     }
 }
 
-/// Collectives on the world team, back to back, timed on PE 0 (the broadcast root).
+/// Collectives on the world team, each followed by `barrier_all` (timed until the last PE
+/// returns, as `benches/oshmem/oshmem_bench.c` times OSHMEM's), timed on PE 0.
 fn collectives(inst: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), shmem::Error> {
     let world = inst.team_world();
     let n = world.n_pes();
@@ -304,6 +318,7 @@ fn collectives(inst: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(
         let t = median_per_op(9, reps, || {
             for _ in 0..reps {
                 op().expect(key);
+                inst.barrier_all().expect("barrier_all");
             }
         });
         results.insert(format!("{key}_{n}"), t);
@@ -798,9 +813,8 @@ fn atomics_and_collectives(
     print!("{}", t.render());
     if !coll_pes.is_empty() {
         println!(
-            "Collectives run back to back, timed on PE 0 (the broadcast root). The simulator's\n\
-             broadcast root waits until every member is ready; OSHMEM's returns from a small\n\
-             broadcast once it has sent, so its 8 B figure is the root's sending rate."
+            "Each collective is followed by barrier_all, on both sides, so a row is the time until\n\
+             the last PE returns (the barrier rows above give its share)."
         );
     }
     match lib {

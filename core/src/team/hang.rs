@@ -4,27 +4,65 @@
 //! call yet.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use shmem_backend::{Local, LocalMut, Pe};
 
 use super::Team;
-use super::state::{SHARED_INDEX, WORLD_INDEX, words};
+use super::state::{SHARED_INDEX, TeamState, WORLD_INDEX, words};
 use crate::error::Result;
+use crate::instance::Instance;
+
+/// Records that this PE enters one more collective call on the team of `state`, of `inst`:
+/// the count goes to the team's ENTERED word, which only hang reports read (so no waiter is
+/// woken for it), with a plain store where the transport maps this PE's segment on the host.
+pub(crate) fn record_entry(inst: &Instance, state: &TeamState) -> Result<()> {
+    let n = state.enter();
+    let offset = (state.slot + words::ENTERED) as usize;
+    let me = inst.my_pe();
+    let f = inst.fabric();
+    match f.host_mapping(me) {
+        Some(base) => {
+            // SAFETY: the team's ENTERED word lies in this PE's reserved area, 8-byte aligned,
+            // inside the segment the host mapping covers; other PEs read it only atomically.
+            unsafe { AtomicU64::from_ptr(base.as_ptr().add(offset).cast()) }
+                .store(n, Ordering::Relaxed);
+            Ok(())
+        }
+        // SAFETY: as above; the put is to this PE.
+        None => unsafe {
+            f.put(
+                &inst.inner.sync_queue,
+                me,
+                offset,
+                Local::Host(&n.to_ne_bytes()),
+            )
+        },
+    }
+}
+
+/// What a barrier over the world team waits for, displayed as [`CollWait`] (which needs a
+/// [`Team`] handle, made only when a wait is reported).
+pub(crate) struct WorldWait<'a> {
+    pub inst: &'a Instance,
+    pub what: &'a str,
+}
+
+impl fmt::Display for WorldWait<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let team = self.inst.team_world();
+        CollWait {
+            team: &team,
+            what: self.what,
+        }
+        .fmt(f)
+    }
+}
 
 impl Team {
     /// Records that this PE enters one more collective call on the team.
     pub(crate) fn enter(&self) -> Result<()> {
-        let n = self.state.enter();
-        let me = self.inst.my_pe();
-        // SAFETY: the team's ENTERED word lies in this PE's reserved area, aligned.
-        unsafe {
-            self.t().put(
-                self.q(),
-                me,
-                self.word(words::ENTERED),
-                Local::Host(&n.to_ne_bytes()),
-            )
-        }
+        record_entry(&self.inst, &self.state)
     }
 
     /// The members (instance PEs) that have entered fewer collective calls on the team than

@@ -29,7 +29,7 @@ use crate::fabric::Queue;
 use crate::heap::layout::SYNC_ARRAY_SIZE;
 use crate::instance::Instance;
 
-mod hang;
+pub(crate) mod hang;
 pub(crate) mod state;
 
 pub(crate) use hang::CollWait;

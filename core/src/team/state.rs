@@ -196,7 +196,10 @@ impl TeamState {
 
     /// Counts one more collective call entered, and returns the count.
     pub(crate) fn enter(&self) -> u64 {
-        self.entered.fetch_add(1, Ordering::Relaxed) + 1
+        // Only this PE's collective calls on the team count, and those never run concurrently.
+        let n = self.entered.load(Ordering::Relaxed) + 1;
+        self.entered.store(n, Ordering::Relaxed);
+        n
     }
 
     /// The collective calls entered so far.
