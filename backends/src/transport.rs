@@ -545,6 +545,14 @@ pub trait Transport: Send + Sync + Sized + 'static {
     fn fence(&self, q: &Self::Queue) -> Result<(), TransportError>;
     /// Completes every operation issued on `q` (for a stream queue: synchronises the stream).
     fn quiet(&self, q: &Self::Queue) -> Result<(), TransportError>;
+    /// The quiet of `barrier_all`: completes every operation issued on `q` just before a
+    /// [`Transport::barrier`] of this PE. The default is [`Transport::quiet`]; a transport
+    /// whose barriers order this PE's earlier stores before every other member's return (a
+    /// release or sequentially consistent update that the others' waits acquire) may leave out
+    /// the fence that a quiet followed by anything else needs.
+    fn quiet_before_barrier(&self, q: &Self::Queue) -> Result<(), TransportError> {
+        self.quiet(q)
+    }
 
     /// Loads the `width` word at `offset` of this PE's own segment, with acquire ordering.
     ///

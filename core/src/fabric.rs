@@ -471,6 +471,12 @@ impl Fabric {
         }
     }
 
+    /// The quiet of `barrier_all` ([`Transport::quiet_before_barrier`]).
+    #[inline]
+    pub(crate) fn quiet_before_barrier(&self, q: &Queue) -> Result<()> {
+        Ok(on!(self, q, |t, q| t.quiet_before_barrier(q))?)
+    }
+
     #[cfg(not(feature = "stand-in"))]
     #[inline(never)]
     fn quiet_out_of_line(&self, q: &Queue) -> Result<()> {

@@ -380,7 +380,7 @@ impl Instance {
     /// (`barrier_all`).
     pub fn barrier_all(&self) -> Result<()> {
         self.check_live()?;
-        self.fabric().quiet(&self.inner.queue)?;
+        self.fabric().quiet_before_barrier(&self.inner.queue)?;
         self.world_barrier("barrier_all")
     }
 

@@ -220,7 +220,7 @@ impl<'a> CtxRef<'a> {
     ///
     /// For `nbi`, a host source stays readable, and unchanged if its contents are to be
     /// delivered, until the next quiet of this context.
-    #[inline]
+    #[inline(always)]
     unsafe fn put_at(
         &self,
         home: &Instance,
@@ -257,7 +257,7 @@ impl<'a> CtxRef<'a> {
     ///
     /// For `nbi`, a host destination stays writable, and is not accessed, until the next quiet
     /// of this context.
-    #[inline]
+    #[inline(always)]
     unsafe fn get_at(
         &self,
         home: &Instance,

@@ -1208,12 +1208,22 @@ impl Transport for SimTransport {
 
     #[inline]
     fn quiet(&self, q: &SimQueue) -> Result<(), TransportError> {
+        self.quiet_before_barrier(q)?;
+        fence(ordering::QUIET);
+        Ok(())
+    }
+
+    /// Completes what strict mode holds (or the stream), without the fence: every barrier of
+    /// the simulator begins with a sequentially consistent atomic add to another member's word
+    /// or a release store after waits (the counter and the tree), which the other members'
+    /// waits acquire, so this PE's earlier stores are visible to each of them when it returns.
+    #[inline]
+    fn quiet_before_barrier(&self, q: &SimQueue) -> Result<(), TransportError> {
         match &q.kind {
             Kind::Plain(strict) => {
                 if let Some(st) = strict {
                     st.lock().complete_all(&mut |d| self.execute_held(d));
                 }
-                fence(ordering::QUIET);
                 Ok(())
             }
             Kind::Stream(s) => s.synchronize(),

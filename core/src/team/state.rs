@@ -189,9 +189,17 @@ impl TeamState {
             rank: self.my_rank,
             arrive: (self.slot + words::ARRIVE) as usize,
             release: (self.slot + words::RELEASE) as usize,
-            epoch: self.epoch.fetch_add(1, Ordering::Relaxed) + 1,
+            epoch: self.next_epoch(),
             world: self.index == WORLD_INDEX,
         }
+    }
+
+    /// The number of this PE's next barrier on the team (barriers on one team never run
+    /// concurrently on a PE, as no collectives do).
+    fn next_epoch(&self) -> u64 {
+        let e = self.epoch.load(Ordering::Relaxed) + 1;
+        self.epoch.store(e, Ordering::Relaxed);
+        e
     }
 
     /// Counts one more collective call entered, and returns the count.
