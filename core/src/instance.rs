@@ -33,6 +33,9 @@ pub(crate) struct Inner {
     pub(crate) heap: Heap,
     /// This PE's segment base (`heap_base`), constant for the instance's life.
     pub(crate) heap_base: usize,
+    /// Where the host loads and stores this PE's own segment, if it can (the transport's host
+    /// mapping of this PE), for the core's bookkeeping words.
+    pub(crate) own_mapping: Option<usize>,
     /// The program's static data, when init made it symmetric.
     pub(crate) statics: Option<Window>,
     pub(crate) teams: Teams,
@@ -229,6 +232,7 @@ impl Instance {
             n_pes,
             attrs: attrs.clone(),
             heap_base: fabric.segment_base(my_pe) as usize,
+            own_mapping: fabric.host_mapping(my_pe).map(|p| p.as_ptr() as usize),
             heap,
             statics,
             teams,

@@ -19,21 +19,18 @@ use crate::instance::Instance;
 pub(crate) fn record_entry(inst: &Instance, state: &TeamState) -> Result<()> {
     let n = state.enter();
     let offset = (state.slot + words::ENTERED) as usize;
-    let me = inst.my_pe();
-    let f = inst.fabric();
-    match f.host_mapping(me) {
+    match inst.inner.own_mapping {
         Some(base) => {
             // SAFETY: the team's ENTERED word lies in this PE's reserved area, 8-byte aligned,
             // inside the segment the host mapping covers; other PEs read it only atomically.
-            unsafe { AtomicU64::from_ptr(base.as_ptr().add(offset).cast()) }
-                .store(n, Ordering::Relaxed);
+            unsafe { AtomicU64::from_ptr((base + offset) as *mut u64) }.store(n, Ordering::Relaxed);
             Ok(())
         }
         // SAFETY: as above; the put is to this PE.
         None => unsafe {
-            f.put(
+            inst.fabric().put(
                 &inst.inner.sync_queue,
-                me,
+                inst.my_pe(),
                 offset,
                 Local::Host(&n.to_ne_bytes()),
             )
