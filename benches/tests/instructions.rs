@@ -21,6 +21,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use shmem_benches::harness::{free_ports, release_build};
+
 /// Calls in the shorter loop; the longer one makes twice as many.
 const N: u64 = 1000;
 /// The growth over the baseline that fails the gate.
@@ -53,55 +55,6 @@ const ROWS: &[(&str, &str)] = &[
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `target/release`, built for this test.
-fn release_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its path");
-    let target = exe
-        .ancestors()
-        .nth(3)
-        .expect("tests run from target/<profile>/deps")
-        .to_path_buf();
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "shmem-benches",
-            "--bin",
-            "shmem-calls",
-            "-p",
-            "shmem-c",
-            "-p",
-            "shmem-acl",
-        ])
-        .current_dir(manifest())
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "the release build failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    target.join("release")
-}
-
-/// The first of `count` consecutive loopback ports that are free now.
-fn free_ports(count: u16) -> u16 {
-    loop {
-        let first = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_or(0, |a| a.port());
-        let all = (0..count).all(|i| {
-            first
-                .checked_add(i)
-                .is_some_and(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
-        });
-        if first > 1024 && all {
-            return first;
-        }
-    }
 }
 
 /// The instructions callgrind counted in the loop function of `program` (`oshrun -n 1` runs it
@@ -221,7 +174,16 @@ fn write_baseline(now: &BTreeMap<(String, String), i64>) {
 
 #[test]
 fn instructions_per_call_do_not_grow() {
-    let rel = release_dir();
+    let rel = release_build(&[
+        "-p",
+        "shmem-benches",
+        "--bin",
+        "shmem-calls",
+        "-p",
+        "shmem-c",
+        "-p",
+        "shmem-acl",
+    ]);
     let dir = std::env::temp_dir().join(format!("shmem-instructions-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let osh = dir.join("osh_calls");

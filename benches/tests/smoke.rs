@@ -2,42 +2,14 @@
 //! build, and the tables come out whole. The figures of a smoke run are not measurements and
 //! are not checked.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// `target/release/shmem-bench`, built for this test (cargo does not hold the build directory
-/// while tests run).
-fn release_bench() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its path");
-    let target = exe
-        .ancestors()
-        .nth(3)
-        .expect("tests run from target/<profile>/deps")
-        .to_path_buf();
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "shmem-benches",
-            "--bin",
-            "shmem-bench",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "the release build failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    target.join("release").join("shmem-bench")
-}
+use shmem_benches::harness::release_build;
 
 #[test]
 fn shmem_bench_smoke_runs_every_measurement() {
-    let bench = release_bench();
+    let bench = release_build(&["-p", "shmem-benches", "--bin", "shmem-bench"]).join("shmem-bench");
     let start = Instant::now();
     let mut child = Command::new(&bench)
         .args(["--smoke", "--multi-instance", "--kernels"])

@@ -28,6 +28,7 @@
 use std::process::ExitCode;
 
 use shmem::{Attributes, Instance, TeamConfig};
+use shmem_benches::harness::free_ports;
 
 type Call<'a> = Box<dyn FnMut(i64) -> Result<(), shmem::Error> + 'a>;
 
@@ -75,23 +76,6 @@ fn attributes(id: u64) -> Attributes {
         a.port_range = Some(format!("{start}:{}", start + 2));
     }
     a
-}
-
-/// The first of `count` consecutive loopback ports that are free now.
-fn free_ports(count: u16) -> u16 {
-    loop {
-        let first = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_or(0, |a| a.port());
-        let all = (0..count).all(|i| {
-            first
-                .checked_add(i)
-                .is_some_and(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
-        });
-        if first > 1024 && all {
-            return first;
-        }
-    }
 }
 
 fn run(op: &str, count: u64, timed: bool) -> Result<(), shmem::Error> {

@@ -1,0 +1,46 @@
+//! What the benchmark programs and their tests share beyond measuring: free loopback ports for
+//! the jobs they start, and the release build the tests measure.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The first of `count` consecutive loopback ports that are free now.
+pub fn free_ports(count: u16) -> u16 {
+    loop {
+        let first = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_or(0, |a| a.port());
+        let all = (0..count).all(|i| {
+            first
+                .checked_add(i)
+                .is_some_and(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        });
+        if first > 1024 && all {
+            return first;
+        }
+    }
+}
+
+/// Builds `packages` (cargo's `-p`/`--bin` arguments) with `cargo build --release` in this
+/// workspace and returns `target/release` beside the running test (cargo does not hold the
+/// build directory while tests run). Panics, naming cargo's message, if the build fails.
+pub fn release_build(packages: &[&str]) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its path");
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .expect("tests run from target/<profile>/deps")
+        .to_path_buf();
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--release"])
+        .args(packages)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "the release build failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target.join("release")
+}
