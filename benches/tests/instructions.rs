@@ -67,9 +67,7 @@ fn loop_instructions(
     op: &str,
     count: u64,
 ) -> u64 {
-    let dir = std::env::temp_dir().join(format!("shmem-instructions-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let out_file = dir.join(format!("{op}.{count}.out"));
+    let out_file = work_dir().join(format!("{op}.{count}.out"));
     let mut cmd = if launched {
         let mut c = Command::new(rel.join("oshrun"));
         c.args(["-n", "1", "--timeout", "300", "--", "valgrind"]);
@@ -109,6 +107,17 @@ fn loop_instructions(
         })
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or_else(|| panic!("no totals in callgrind's profile of {op}"))
+}
+
+/// This test's scratch directory (the programs it builds, callgrind's profiles), made once.
+fn work_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("shmem-instructions-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        dir
+    })
+    .clone()
 }
 
 /// Instructions per call of `op`, less the empty loop's. Allocation and team split wait for
@@ -177,8 +186,7 @@ fn instructions_per_call_do_not_grow() {
     // Two builds: `--bin` would also filter the C ABI package's tools (oshcc, aclshmem-c++).
     release_build(&["-p", "shmem-c", "-p", "shmem-acl"]);
     let rel = release_build(&["-p", "shmem-benches", "--bin", "shmem-calls"]);
-    let dir = std::env::temp_dir().join(format!("shmem-instructions-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let dir = work_dir();
     let osh = dir.join("osh_calls");
     compile(&rel.join("oshcc"), "c/osh_calls.c", &osh, "-std=c11");
     let cann = dir.join("cann_calls");

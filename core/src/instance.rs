@@ -399,17 +399,11 @@ impl Instance {
     /// A barrier over the world team on the internal queue, named `call` in hang reports and
     /// timeouts ([`Team::run_barrier`]'s, without making a team handle).
     fn world_barrier(&self, call: &str) -> Result<()> {
-        let world = &self.inner.teams.world;
-        crate::team::hang::record_entry(self, world)?;
-        let b = world.next_barrier();
         let what = crate::team::hang::WorldWait {
             inst: self,
             what: call,
         };
-        // SAFETY: the members are PEs of the instance and the sync words lie in its heap's
-        // reserved area, aligned (the world team's slot is).
-        unsafe { self.fabric().barrier(&self.inner.sync_queue, &b, &what) }
-            .map_err(|e| self.fail(e))
+        crate::team::barrier_over(self, &self.inner.teams.world, &self.inner.sync_queue, &what)
     }
 
     /// The symmetric address of the start of this PE's heap (`aclshmemx_get_heap_base`): on

@@ -172,15 +172,11 @@ impl Team {
 
     /// A barrier over the team on `q`, named `call` in hang reports and timeouts.
     pub(crate) fn run_barrier(&self, q: &Queue, call: &str) -> Result<()> {
-        self.enter()?;
-        let b = self.state.next_barrier();
         let what = CollWait {
             team: self,
             what: call,
         };
-        // SAFETY: the members are PEs of the instance and the sync words lie in its heap's
-        // reserved area, aligned (the team's slot is).
-        unsafe { self.inst.fabric().barrier(q, &b, &what) }.map_err(|e| self.inst.fail(e))
+        barrier_over(&self.inst, &self.state, q, &what)
     }
 
     /// Creates a context whose operations name PEs by their number in this team
@@ -423,4 +419,20 @@ impl Context {
             None => self.inner.inst.team_world(),
         }
     }
+}
+
+/// A barrier over the team of `state` (a team of `inst`) on `q`, as hang reports and timeouts
+/// name it by `what`: records the entry, takes the next epoch and waits in the transport's
+/// barrier. [`Team::run_barrier`] and the instance's world barrier, which makes no team handle.
+pub(crate) fn barrier_over(
+    inst: &Instance,
+    state: &TeamState,
+    q: &Queue,
+    what: &dyn std::fmt::Display,
+) -> Result<()> {
+    hang::record_entry(inst, state)?;
+    let b = state.next_barrier();
+    // SAFETY: the members are PEs of the instance and the sync words lie in its heap's reserved
+    // area, aligned (every team's slot is).
+    unsafe { inst.fabric().barrier(q, &b, what) }.map_err(|e| inst.fail(e))
 }
