@@ -6,8 +6,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::{
-    BarrierSpec, Cmp, ScalarKind, Signal, SignalOp, Transport, TransportError, WaitWord, Watch,
-    Watchdog, Width,
+    BarrierSpec, Signal, SignalOp, Transport, TransportError, WaitWord, Watch, Watchdog, Width,
 };
 
 /// The radix of the barrier tree: rank `r`'s children are `r * RADIX + 1 ..= r * RADIX + RADIX`.
@@ -91,7 +90,11 @@ pub unsafe fn wait_word<T: Transport>(
 ) -> Result<u64, TransportError> {
     let width = w.kind.width();
     let mut seen = 0;
-    t.wait_local(Watch::word(w.offset, width), what, &mut || {
+    let watch = Watch {
+        at_least: w.count.then_some(w.value),
+        ..Watch::word(w.offset, width)
+    };
+    t.wait_local(watch, what, &mut || {
         // SAFETY: the caller guarantees the word is aligned and inside the segment.
         seen = unsafe { t.load(w.offset, width) }?;
         Ok(w.kind.compare(w.cmp, seen, w.value))
@@ -128,12 +131,7 @@ pub unsafe fn tree_barrier<T: Transport>(
     } else {
         0
     };
-    let at_least = |offset: usize, value: u64| WaitWord {
-        offset,
-        kind: ScalarKind::U64,
-        cmp: Cmp::Ge,
-        value,
-    };
+    let at_least = WaitWord::count;
     if children > 0 {
         // SAFETY: the arrival word is aligned and in the segment (this function's contract).
         unsafe { wait_word(t, at_least(b.arrive, e * u64::from(children)), what) }?;

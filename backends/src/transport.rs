@@ -169,6 +169,9 @@ pub struct Watch {
     pub offset: usize,
     /// How many bytes, from `offset`, are read.
     pub len: usize,
+    /// For a 64-bit count that grows by small steps (a [`WaitWord::count`]): the value waited
+    /// for. A transport may then wake the waiter only when an update brings the count there.
+    pub at_least: Option<u64>,
 }
 
 impl Watch {
@@ -176,6 +179,7 @@ impl Watch {
     pub const ANY: Watch = Watch {
         offset: 0,
         len: usize::MAX,
+        at_least: None,
     };
 
     /// The `width` bytes at `offset`.
@@ -183,6 +187,16 @@ impl Watch {
         Watch {
             offset,
             len: width.bytes(),
+            at_least: None,
+        }
+    }
+
+    /// The `len` bytes at `offset`.
+    pub const fn bytes(offset: usize, len: usize) -> Watch {
+        Watch {
+            offset,
+            len,
+            at_least: None,
         }
     }
 }
@@ -199,6 +213,23 @@ pub struct WaitWord {
     pub cmp: Cmp,
     /// The value compared with (a bit pattern of `kind`).
     pub value: u64,
+    /// Whether the word is a count that only grows, by small steps, such as the core's
+    /// barrier and collective counters (never a user's word, which may jump anywhere): a
+    /// transport may then wake the waiter only once an update brings it to `value`.
+    pub count: bool,
+}
+
+impl WaitWord {
+    /// A wait for the 64-bit count at `offset` to reach `value`.
+    pub const fn count(offset: usize, value: u64) -> WaitWord {
+        WaitWord {
+            offset,
+            kind: ScalarKind::U64,
+            cmp: Cmp::Ge,
+            value,
+            count: true,
+        }
+    }
 }
 
 /// One barrier over a team: the members are the PEs `start + rank * stride` for `rank <

@@ -186,6 +186,12 @@ impl Instance {
         let claim: Claim<'_, Inner> = INSTANCES.claim(attrs.instance_id)?;
         let (my_pe, n_pes) = (attrs.my_pe, attrs.n_pes);
         let boot: Arc<dyn Bootstrap> = bootstrap::join(attrs)?.into();
+        tracing::debug!(
+            instance = attrs.instance_id,
+            pe = my_pe,
+            n_pes,
+            "bootstrap joined"
+        );
         let state = Arc::new(AtomicU8::new(LIVE));
         let spec = SegmentSpec {
             instance: attrs.instance_id,

@@ -262,10 +262,7 @@ impl<'v, 'a, T: Scalar + Pod> WaitSet<'v, 'a, T> {
     /// wait with that error.
     fn block(&self, what: &str, mut pred: impl FnMut() -> Result<bool>) -> Result<()> {
         let inst = self.ctx.inst;
-        let watch = Watch {
-            offset: self.offset,
-            len: self.len * std::mem::size_of::<T>(),
-        };
+        let watch = Watch::bytes(self.offset, self.len * std::mem::size_of::<T>());
         inst.fabric()
             .wait_local(watch, &Describe(self, what), &mut pred)
             .map_err(|e| inst.fail(e))

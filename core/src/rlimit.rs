@@ -3,11 +3,11 @@
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 
 /// Descriptors one instance of `n_pes` PEs may hold on one PE at its peak: PE 0 serves the
-/// bootstrap (a listener and a connection per peer), every PE holds its own connection, and
-/// attaching the peers' segments passes one descriptor per PE before they are mapped and
-/// closed; plus a margin for the threads' wake-up pipes and the program's own use meanwhile.
+/// bootstrap (a listener and a connection per peer), every PE holds its own connection and the
+/// instance's memory object; plus a margin for the threads' wake-up pipes and the program's own
+/// use meanwhile.
 pub(crate) fn descriptors_for(n_pes: u32) -> u64 {
-    2 * u64::from(n_pes) + 64
+    u64::from(n_pes) + 64
 }
 
 /// Raises this process's soft descriptor limit, only if it is below what the descriptors open

@@ -219,6 +219,7 @@ impl<S: SignalWord> SymElem<'_, S> {
             kind: S::KIND,
             cmp,
             value: value.to_bits(),
+            count: false,
         }
     }
 }

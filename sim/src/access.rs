@@ -181,21 +181,22 @@ pub(crate) unsafe fn load(ptr: *mut u8, width: Width) -> u64 {
 /// Applies a signal update to the word at `ptr`: a release store for SET (so data written
 /// before it is visible first), a sequentially consistent atomic add for ADD. Returns whether
 /// the update was a read-modify-write (which orders it before a later check for sleepers
-/// without a fence).
+/// without a fence), and the word's new value.
 ///
 /// # Safety
 ///
 /// As for [`amo`].
+#[allow(clippy::useless_conversion)]
 #[inline]
-pub(crate) unsafe fn signal(ptr: *mut u8, width: Width, op: SignalOp, value: u64) -> bool {
+pub(crate) unsafe fn signal(ptr: *mut u8, width: Width, op: SignalOp, value: u64) -> (bool, u64) {
     with_atomic!(width, ptr, |a, T| match op {
         SignalOp::Set => {
             a.store(value as T, ordering::SIGNAL_SET);
-            false
+            (false, u64::from(value as T))
         }
         SignalOp::Add => {
-            a.fetch_add(value as T, ordering::RMW);
-            true
+            let old = a.fetch_add(value as T, ordering::RMW);
+            (true, u64::from(old.wrapping_add(value as T)))
         }
     })
 }

@@ -83,10 +83,10 @@ impl DeviceWindow {
         })
     }
 
-    /// Maps `pe`'s memory object into its window slot, readable and writable by the host
+    /// Maps the instance's memory object over the window, readable and writable by the host
     /// (`SHMEM_SIM_DEVICE_HOST_ACCESS=1`).
-    pub(crate) fn map(&self, pe: Pe, fd: impl AsFd) -> Result<(), TransportError> {
-        self.segments.map(pe, fd)
+    pub(crate) fn map(&self, fd: impl AsFd) -> Result<(), TransportError> {
+        self.segments.map(fd)
     }
 
     /// The start of `pe`'s window slot: its symmetric address.

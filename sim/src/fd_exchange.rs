@@ -1,17 +1,20 @@
-//! Handing each PE's memory object to its peers without giving it a name.
+//! Handing the instance's memory object to every PE without giving it a name.
 //!
-//! After the core's allgather tells every PE where its peers listen, each PE sends its `memfd`
-//! to every peer as `SCM_RIGHTS` ancillary data over Unix datagram sockets bound to random
-//! *abstract* addresses (which vanish with the socket, leaving nothing in any filesystem). The
-//! kernel attaches the sender's credentials, and a descriptor is accepted only from the process
-//! that announced itself as that PE. Sends never block, so PEs that exchange with each other
-//! cannot deadlock on full queues (`net.unix.max_dgram_qlen` is often 10).
+//! One memory object holds the segments of all PEs of an instance: PE 0 creates it, and after
+//! the core's allgather tells PE 0 where every peer listens, PE 0 sends its descriptor to each
+//! peer as `SCM_RIGHTS` ancillary data over Unix datagram sockets bound to random *abstract*
+//! addresses (which vanish with the socket, leaving nothing in any filesystem). The kernel
+//! attaches the sender's credentials, and a peer accepts the descriptor only from the process
+//! that announced itself as PE 0. A job of `n` PEs passes `n - 1` descriptors and each PE maps
+//! one object, so start-up grows linearly with the PEs. Sends never block: PE 0 waits for room
+//! in its socket's buffer instead.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::net::{
     AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
@@ -19,57 +22,60 @@ use rustix::net::{
 };
 use shmem_backend::{Exchange, Pe, TransportError};
 
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const MAGIC: u32 = 0x5348_4d46; // "SHMF"
+/// The PE that creates and hands out the object.
+const ROOT: Pe = 0;
 
-/// What each PE tells the others through the allgather.
+/// What each PE tells the others through the allgather: kept small, since every PE receives
+/// every announcement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Announce {
     pe: Pe,
     pid: u32,
+    /// Names this PE's socket, with `pid`.
+    nonce: u64,
+    /// The object's length as this PE computes it.
     object_len: u64,
+    /// The running kernel (PE 0's only: the others compare theirs with it).
     boot_id: String,
-    socket: Vec<u8>,
 }
 
 impl Announce {
     fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(32 + self.boot_id.len() + self.socket.len());
+        let mut v = Vec::with_capacity(30 + self.boot_id.len());
         v.extend_from_slice(&VERSION.to_le_bytes());
         v.extend_from_slice(&self.pe.to_le_bytes());
         v.extend_from_slice(&self.pid.to_le_bytes());
+        v.extend_from_slice(&self.nonce.to_le_bytes());
         v.extend_from_slice(&self.object_len.to_le_bytes());
-        for part in [self.boot_id.as_bytes(), &self.socket] {
-            v.extend_from_slice(&(part.len() as u16).to_le_bytes());
-            v.extend_from_slice(part);
-        }
+        v.extend_from_slice(&(self.boot_id.len() as u16).to_le_bytes());
+        v.extend_from_slice(self.boot_id.as_bytes());
         v
     }
 
     fn decode(b: &[u8]) -> Option<Announce> {
         let u32_at = |i: usize| Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?));
+        let u64_at = |i: usize| Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?));
         if u32_at(0)? != VERSION {
             return None;
         }
-        let pe = u32_at(4)?;
-        let pid = u32_at(8)?;
-        let object_len = u64::from_le_bytes(b.get(12..20)?.try_into().ok()?);
-        let mut at = 20;
-        let mut part = || {
-            let n = u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?) as usize;
-            let p = b.get(at + 2..at + 2 + n)?.to_vec();
-            at += 2 + n;
-            Some(p)
-        };
-        let boot_id = String::from_utf8(part()?).ok()?;
-        let socket = part()?;
+        let n = u16::from_le_bytes(b.get(28..30)?.try_into().ok()?) as usize;
+        if b.len() != 30 + n {
+            return None;
+        }
         Some(Announce {
-            pe,
-            pid,
-            object_len,
-            boot_id,
-            socket,
+            pe: u32_at(4)?,
+            pid: u32_at(8)?,
+            nonce: u64_at(12)?,
+            object_len: u64_at(20)?,
+            boot_id: String::from_utf8(b[30..].to_vec()).ok()?,
         })
+    }
+
+    /// The abstract name of this PE's socket.
+    fn socket_name(&self) -> Vec<u8> {
+        format!("shmem-sim.{}.{:016x}.{}", self.pid, self.nonce, self.pe).into_bytes()
     }
 }
 
@@ -85,16 +91,21 @@ fn os(context: impl Into<String>) -> impl FnOnce(Errno) -> TransportError {
     move |e| TransportError::os(context, e)
 }
 
-/// Sends `object` to every peer and returns the peers' objects, indexed by PE (`None` at
-/// `my_pe`). Every PE of the instance must call it at the same point of its `open`.
-pub(crate) fn share_objects(
+/// Hands `object` (PE 0's; `None` elsewhere), a memory object of `object_len` bytes, to every
+/// PE, and returns it. Every PE of the instance must call it at the same point of its `open`.
+pub(crate) fn share_object(
     my_pe: Pe,
     n_pes: u32,
-    object: &OwnedFd,
+    object: Option<OwnedFd>,
     object_len: u64,
     exchange: &mut dyn Exchange,
     timeout: Duration,
-) -> Result<Vec<Option<OwnedFd>>, TransportError> {
+) -> Result<OwnedFd, TransportError> {
+    assert_eq!(
+        object.is_some(),
+        my_pe == ROOT,
+        "PE 0, and only PE 0, creates the instance's memory object"
+    );
     let sock = rustix::net::socket_with(
         AddressFamily::UNIX,
         SocketType::DGRAM,
@@ -102,21 +113,24 @@ pub(crate) fn share_objects(
         None,
     )
     .map_err(os("creating the descriptor-exchange socket"))?;
-    let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
-    let name = format!("shmem-sim.{pid}.{:016x}.{my_pe}", rand::random::<u64>()).into_bytes();
-    let addr = SocketAddrUnix::new_abstract_name(&name)
-        .map_err(os("naming the descriptor-exchange socket"))?;
-    rustix::net::bind(&sock, &addr).map_err(os("binding the descriptor-exchange socket"))?;
-    rustix::net::sockopt::set_socket_passcred(&sock, true)
-        .map_err(os("enabling sender credentials"))?;
-
     let me = Announce {
         pe: my_pe,
-        pid,
+        pid: rustix::process::getpid().as_raw_nonzero().get() as u32,
+        nonce: rand::random::<u64>(),
         object_len,
-        boot_id: boot_id(),
-        socket: name,
+        boot_id: if my_pe == ROOT {
+            boot_id()
+        } else {
+            String::new()
+        },
     };
+    if my_pe != ROOT {
+        let addr = SocketAddrUnix::new_abstract_name(&me.socket_name())
+            .map_err(os("naming the descriptor-exchange socket"))?;
+        rustix::net::bind(&sock, &addr).map_err(os("binding the descriptor-exchange socket"))?;
+        rustix::net::sockopt::set_socket_passcred(&sock, true)
+            .map_err(os("enabling sender credentials"))?;
+    }
     let all = exchange.allgather(&me.encode())?;
     if all.len() != n_pes as usize {
         return Err(TransportError::Exchange(format!(
@@ -124,107 +138,101 @@ pub(crate) fn share_objects(
             all.len()
         )));
     }
-    let mut peers = Vec::with_capacity(all.len());
-    for (pe, raw) in all.iter().enumerate() {
-        let a = Announce::decode(raw)
+    let decode = |pe: usize| {
+        Announce::decode(&all[pe])
             .filter(|a| a.pe == pe as Pe)
             .ok_or_else(|| {
                 TransportError::Attach(format!("PE {pe} sent a malformed segment announcement"))
-            })?;
-        if a.boot_id != me.boot_id {
-            return Err(TransportError::Attach(format!(
-                "PE {pe} runs on another host or kernel (boot id {} vs {}): the sim transport needs every PE of an instance on one host",
-                a.boot_id, me.boot_id
-            )));
+            })
+    };
+    let agree = |a: &Announce| {
+        if a.object_len == object_len {
+            return Ok(());
         }
-        if a.object_len != object_len {
-            return Err(TransportError::Attach(format!(
-                "PE {pe} opened a segment of {} bytes, this PE {object_len}: the PEs disagree about local_mem_size",
-                a.object_len
-            )));
-        }
-        peers.push(a);
-    }
-
+        Err(TransportError::Attach(format!(
+            "PE {} computes a memory object of {} bytes, this PE {object_len}: the PEs disagree about local_mem_size",
+            a.pe, a.object_len
+        )))
+    };
     let deadline = Instant::now() + timeout;
-    let mut to_send: Vec<Pe> = (0..n_pes).filter(|&p| p != my_pe).collect();
-    let mut received: Vec<Option<OwnedFd>> = (0..n_pes).map(|_| None).collect();
-    let mut missing = n_pes as usize - 1;
-    while !to_send.is_empty() || missing > 0 {
-        let mut unreachable = None;
-        to_send.retain(
-            |&p| match send_object(&sock, &peers[p as usize].socket, my_pe, object) {
-                Ok(()) => false,
-                Err(Errno::AGAIN | Errno::NOBUFS | Errno::INTR) => true,
-                Err(e) => {
-                    unreachable.get_or_insert((p, e));
-                    true
-                }
-            },
-        );
-        if let Some((p, e)) = unreachable {
-            return Err(TransportError::Attach(format!(
-                "cannot hand this PE's segment to PE {p} ({e}): the PE exited, or runs in another network namespace"
-            )));
+    let root = decode(ROOT as usize)?;
+    agree(&root)?;
+    match object {
+        Some(object) => {
+            let peers = (1..n_pes as usize)
+                .map(|pe| decode(pe).and_then(|a| agree(&a).map(|()| a)))
+                .collect::<Result<Vec<_>, _>>()?;
+            hand_out(&sock, &object, &peers, deadline, timeout)?;
+            Ok(object)
         }
-        while let Some((pe, fd)) = receive_object(&sock, &peers, my_pe)? {
-            if received[pe as usize].replace(fd).is_some() {
+        None => {
+            let mine = boot_id();
+            if root.boot_id != mine {
                 return Err(TransportError::Attach(format!(
-                    "PE {pe} sent its segment twice"
+                    "PE 0 runs on another host or kernel (boot id {} vs {mine}): the sim transport needs every PE of an instance on one host",
+                    root.boot_id
                 )));
             }
-            missing -= 1;
-        }
-        if to_send.is_empty() && missing == 0 {
-            break;
-        }
-        if Instant::now() >= deadline {
-            let absent: Vec<String> = (0..n_pes)
-                .filter(|&p| p != my_pe && received[p as usize].is_none())
-                .map(|p| p.to_string())
-                .collect();
-            return Err(TransportError::Timeout {
-                what: format!(
-                    "the peers' segments (not received from PEs {}; not delivered to PEs {})",
-                    if absent.is_empty() {
-                        "-".into()
-                    } else {
-                        absent.join(", ")
-                    },
-                    if to_send.is_empty() {
-                        "-".into()
-                    } else {
-                        to_send
-                            .iter()
-                            .map(|p| p.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    }
-                ),
-                seconds: timeout.as_secs_f64(),
-            });
-        }
-        let mut fds = [rustix::event::PollFd::new(
-            &sock,
-            rustix::event::PollFlags::IN,
-        )];
-        let ts = rustix::time::Timespec {
-            tv_sec: 0,
-            tv_nsec: 1_000_000,
-        };
-        match rustix::event::poll(&mut fds, Some(&ts)) {
-            Ok(_) | Err(Errno::INTR) => {}
-            Err(e) => return Err(TransportError::os("waiting for the peers' segments", e)),
+            receive(&sock, &root, my_pe, deadline, timeout)
         }
     }
-    Ok(received)
 }
 
-fn send_object(sock: &OwnedFd, to: &[u8], my_pe: Pe, object: &OwnedFd) -> Result<(), Errno> {
+/// PE 0's side: sends the object to every peer, waiting for room in the socket's buffer.
+fn hand_out(
+    sock: &OwnedFd,
+    object: &OwnedFd,
+    peers: &[Announce],
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<(), TransportError> {
+    let mut next = 0;
+    while next < peers.len() {
+        let p = &peers[next];
+        match send_object(sock, &p.socket_name(), object) {
+            Ok(()) => next += 1,
+            Err(Errno::AGAIN | Errno::NOBUFS | Errno::INTR) => {
+                if Instant::now() >= deadline {
+                    return Err(TransportError::Timeout {
+                        what: format!(
+                            "handing the instance's memory to PEs {}..{}",
+                            p.pe,
+                            peers.len()
+                        ),
+                        seconds: timeout.as_secs_f64(),
+                    });
+                }
+                wait_for(sock, PollFlags::OUT, "waiting to hand out the segments")?;
+            }
+            Err(e) => {
+                return Err(TransportError::Attach(format!(
+                    "cannot hand the instance's memory to PE {} ({e}): the PE exited, or runs in another network namespace",
+                    p.pe
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Waits up to a millisecond for `flags` on `sock`.
+fn wait_for(sock: &OwnedFd, flags: PollFlags, what: &str) -> Result<(), TransportError> {
+    let mut fds = [PollFd::new(sock, flags)];
+    let ts = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 1_000_000,
+    };
+    match rustix::event::poll(&mut fds, Some(&ts)) {
+        Ok(_) | Err(Errno::INTR) => Ok(()),
+        Err(e) => Err(TransportError::os(what, e)),
+    }
+}
+
+fn send_object(sock: &OwnedFd, to: &[u8], object: &OwnedFd) -> Result<(), Errno> {
     let addr = SocketAddrUnix::new_abstract_name(to)?;
     let mut payload = [0u8; 8];
     payload[..4].copy_from_slice(&MAGIC.to_le_bytes());
-    payload[4..].copy_from_slice(&my_pe.to_le_bytes());
+    payload[4..].copy_from_slice(&ROOT.to_le_bytes());
     let fds = [object.as_fd()];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
@@ -242,12 +250,30 @@ fn send_object(sock: &OwnedFd, to: &[u8], my_pe: Pe, object: &OwnedFd) -> Result
     }
 }
 
-/// Receives one pending descriptor, if any.
-fn receive_object(
+/// A peer's side: waits for PE 0's descriptor.
+fn receive(
     sock: &OwnedFd,
-    peers: &[Announce],
+    root: &Announce,
     my_pe: Pe,
-) -> Result<Option<(Pe, OwnedFd)>, TransportError> {
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<OwnedFd, TransportError> {
+    loop {
+        if let Some(fd) = receive_object(sock, root)? {
+            return Ok(fd);
+        }
+        if Instant::now() >= deadline {
+            return Err(TransportError::Timeout {
+                what: format!("PE 0's memory object (PE {my_pe} received nothing from it)"),
+                seconds: timeout.as_secs_f64(),
+            });
+        }
+        wait_for(sock, PollFlags::IN, "waiting for PE 0's memory object")?;
+    }
+}
+
+/// Receives one pending datagram, if any: the object, when PE 0 sent it.
+fn receive_object(sock: &OwnedFd, root: &Announce) -> Result<Option<OwnedFd>, TransportError> {
     let mut payload = [0u8; 16];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2), ScmCredentials(1))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
@@ -259,7 +285,7 @@ fn receive_object(
     ) {
         Ok(m) => m,
         Err(Errno::AGAIN | Errno::INTR) => return Ok(None),
-        Err(e) => return Err(TransportError::os("receiving a peer's segment", e)),
+        Err(e) => return Err(TransportError::os("receiving PE 0's memory object", e)),
     };
     let mut fd = None;
     let mut sender_pid = None;
@@ -267,7 +293,7 @@ fn receive_object(
         match m {
             RecvAncillaryMessage::ScmRights(mut fds) => {
                 fd = fds.next();
-                // Extra descriptors (never sent by a PE) are closed as the iterator drops.
+                // Extra descriptors (never sent by PE 0) are closed as the iterator drops.
             }
             RecvAncillaryMessage::ScmCredentials(c) => {
                 sender_pid = Some(c.pid.as_raw_nonzero().get() as u32)
@@ -277,11 +303,11 @@ fn receive_object(
     }
     let magic = u32::from_le_bytes(payload[..4].try_into().expect("4 bytes"));
     let pe = u32::from_le_bytes(payload[4..8].try_into().expect("4 bytes"));
-    let known = msg.bytes == 8 && magic == MAGIC && pe != my_pe && (pe as usize) < peers.len();
+    let known = msg.bytes == 8 && magic == MAGIC && pe == ROOT;
     match (known, fd, sender_pid) {
-        (true, Some(fd), Some(pid)) if pid == peers[pe as usize].pid => Ok(Some((pe, fd))),
+        (true, Some(fd), Some(pid)) if pid == root.pid => Ok(Some(fd)),
         _ => {
-            // Not from a peer of this exchange (or malformed): drop it and keep waiting.
+            // Not from PE 0 of this instance (or malformed): drop it and keep waiting.
             tracing::warn!(
                 "ignored a stray datagram on the segment-exchange socket (claimed PE {pe}, sender pid {sender_pid:?})"
             );
@@ -296,14 +322,19 @@ mod tests {
 
     #[test]
     fn announce_round_trips() {
-        let a = Announce {
-            pe: 3,
-            pid: 77,
-            object_len: 1 << 30,
-            boot_id: "abc".into(),
-            socket: b"x.y".to_vec(),
-        };
-        assert_eq!(Announce::decode(&a.encode()), Some(a.clone()));
-        assert_eq!(Announce::decode(&a.encode()[..10]), None);
+        for boot_id in ["", "abc"] {
+            let a = Announce {
+                pe: 3,
+                pid: 77,
+                nonce: 0x1234_5678_9abc_def0,
+                object_len: 1 << 30,
+                boot_id: boot_id.into(),
+            };
+            assert_eq!(Announce::decode(&a.encode()), Some(a.clone()));
+            assert_eq!(Announce::decode(&a.encode()[..10]), None);
+            let mut long = a.encode();
+            long.push(0);
+            assert_eq!(Announce::decode(&long), None);
+        }
     }
 }

@@ -1,10 +1,12 @@
 //! The shared-memory segments of one instance, as mapped in this process.
 //!
-//! Each PE's segment is an anonymous `memfd` (no name in `/dev/shm`, so nothing survives any
-//! exit, SIGKILL included). It is sized sparsely with `ftruncate`, so pages cost memory only once
-//! touched, and sealed against shrinking so a peer cannot make another PE fault. All segments of
-//! an instance are mapped into one contiguous reservation, PE `i` at `base + i * stride`, the way
-//! CANN lays out its global virtual address space; this makes peer translation one addition.
+//! The segments of all PEs of an instance are one anonymous `memfd` (no name in `/dev/shm`, so
+//! nothing survives any exit, SIGKILL included), PE `i`'s at byte `i * stride`. It is sized
+//! sparsely with `ftruncate`, so pages cost memory only once touched, and sealed against resizing
+//! so no PE can make another fault. Every PE maps the whole object with one mapping into a
+//! contiguous reservation, PE `i` at `base + i * stride`, the way CANN lays out its global
+//! virtual address space; this makes peer translation one addition, and start-up one mapping
+//! per PE however many PEs there are.
 //!
 //! A segment is `heap` bytes of addressable memory followed by one page that holds the
 //! simulator's `Control` block.
@@ -33,7 +35,7 @@ pub(crate) fn align_up(v: usize, a: usize) -> Option<usize> {
 pub(crate) struct Geometry {
     /// Addressable bytes of each segment.
     pub heap: usize,
-    /// Bytes of the memory object (heap rounded to a page, plus the control page).
+    /// Bytes of one segment (heap rounded to a page, plus the control page).
     pub object_len: usize,
     /// Distance between two PEs' slots in the reservation.
     pub stride: usize,
@@ -60,33 +62,37 @@ impl Geometry {
     pub(crate) fn control_offset(&self) -> usize {
         self.object_len - CONTROL_SIZE
     }
-}
 
-/// This PE's memory object before it is shared.
-#[derive(Debug)]
-pub(crate) struct LocalObject {
-    pub fd: OwnedFd,
-}
-
-impl LocalObject {
-    /// Creates a sealed, sparse memory object of `geometry.object_len` bytes.
-    pub(crate) fn create(label: &str, geometry: &Geometry) -> Result<LocalObject, TransportError> {
-        let name = format!("shmem-sim-{label}");
-        let fd = rustix::fs::memfd_create(
-            name.as_str(),
-            MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
-        )
-        .map_err(|e| TransportError::os("memfd_create for the symmetric segment", e))?;
-        rustix::fs::ftruncate(&fd, geometry.object_len as u64).map_err(|e| {
-            TransportError::os(
-                format!("sizing the segment to {} bytes", geometry.object_len),
-                e,
-            )
-        })?;
-        rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
-            .map_err(|e| TransportError::os("sealing the segment", e))?;
-        Ok(LocalObject { fd })
+    /// The bytes of the memory object, and of the reservation, for `n_pes` segments.
+    pub(crate) fn total(&self, n_pes: u32) -> Result<usize, TransportError> {
+        self.stride.checked_mul(n_pes as usize).ok_or_else(|| {
+            TransportError::Attach(format!(
+                "{n_pes} segments of {} bytes do not fit in the address space",
+                self.stride
+            ))
+        })
     }
+}
+
+/// Creates the instance's memory object: sealed, sparse, [`Geometry::total`] bytes.
+pub(crate) fn create_object(
+    label: &str,
+    geometry: &Geometry,
+    n_pes: u32,
+) -> Result<OwnedFd, TransportError> {
+    let len = geometry.total(n_pes)?;
+    let name = format!("shmem-sim-{label}");
+    let fd = rustix::fs::memfd_create(
+        name.as_str(),
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )
+    .map_err(|e| TransportError::os("memfd_create for the symmetric segments", e))?;
+    rustix::fs::ftruncate(&fd, len as u64).map_err(|e| {
+        TransportError::os(format!("sizing the symmetric segments to {len} bytes"), e)
+    })?;
+    rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
+        .map_err(|e| TransportError::os("sealing the symmetric segments", e))?;
+    Ok(fd)
 }
 
 /// The reservation holding every PE's segment, with the segments mapped into it.
@@ -108,12 +114,7 @@ unsafe impl Sync for Segments {}
 impl Segments {
     /// Reserves address space for `n_pes` slots (without committing memory).
     pub(crate) fn reserve(geometry: Geometry, n_pes: u32) -> Result<Segments, TransportError> {
-        let len = geometry.stride.checked_mul(n_pes as usize).ok_or_else(|| {
-            TransportError::Attach(format!(
-                "{n_pes} segments of {} bytes do not fit in the address space",
-                geometry.stride
-            ))
-        })?;
+        let len = geometry.total(n_pes)?;
         // SAFETY: a new private anonymous mapping with a null hint never aliases existing memory.
         let base = unsafe {
             rustix::mm::mmap_anonymous(
@@ -139,33 +140,31 @@ impl Segments {
         })
     }
 
-    /// Maps `fd`, a memory object of `geometry.object_len` bytes, into `pe`'s slot.
-    pub(crate) fn map(&self, pe: Pe, fd: impl AsFd) -> Result<(), TransportError> {
-        assert!(pe < self.n_pes, "slot {pe} outside the reservation");
+    /// Maps `fd`, the instance's memory object of [`Geometry::total`] bytes, over the whole
+    /// reservation.
+    pub(crate) fn map(&self, fd: impl AsFd) -> Result<(), TransportError> {
         let size = rustix::fs::fstat(&fd)
-            .map_err(|e| TransportError::os(format!("inspecting PE {pe}'s segment"), e))?
+            .map_err(|e| TransportError::os("inspecting the symmetric segments", e))?
             .st_size;
-        if size as u64 != self.geometry.object_len as u64 {
+        if size as u64 != self.len as u64 {
             return Err(TransportError::Attach(format!(
-                "PE {pe}'s segment has {size} bytes, this PE expects {}: the PEs disagree about local_mem_size",
-                self.geometry.object_len
+                "the instance's memory object has {size} bytes, this PE expects {} for {} PEs: the PEs disagree about local_mem_size",
+                self.len, self.n_pes
             )));
         }
-        let at = self.slot(pe).as_ptr().cast::<c_void>();
-        // SAFETY: `at..at+object_len` lies inside our own reservation (slot < n_pes and
-        // object_len <= stride), which no Rust object references, so MAP_FIXED replaces only
-        // address space this struct owns.
+        // SAFETY: the mapping replaces exactly our own reservation, which no Rust object
+        // references, so MAP_FIXED replaces only address space this struct owns.
         unsafe {
             rustix::mm::mmap(
-                at,
-                self.geometry.object_len,
+                self.base.as_ptr().cast::<c_void>(),
+                self.len,
                 ProtFlags::READ | ProtFlags::WRITE,
                 MapFlags::SHARED | MapFlags::FIXED,
                 fd,
                 0,
             )
         }
-        .map_err(|e| TransportError::os(format!("mapping PE {pe}'s segment"), e))?;
+        .map_err(|e| TransportError::os("mapping the symmetric segments", e))?;
         Ok(())
     }
 
@@ -210,21 +209,20 @@ mod tests {
     }
 
     #[test]
-    fn maps_a_segment_and_rejects_a_wrong_size() {
+    fn maps_the_object_and_rejects_a_wrong_size() {
         let g = Geometry::new(1 << 20).unwrap();
         let segs = Segments::reserve(g, 2).unwrap();
-        let obj = LocalObject::create("test", &g).unwrap();
-        segs.map(0, &obj.fd).unwrap();
-        segs.map(1, &obj.fd).unwrap();
-        // SAFETY: both slots map the same object; the test owns it exclusively.
+        let obj = create_object("test", &g, 2).unwrap();
+        segs.map(&obj).unwrap();
+        let again = Segments::reserve(g, 2).unwrap();
+        again.map(&obj).unwrap();
+        // SAFETY: both reservations map the same object; the test owns it exclusively.
         unsafe {
-            segs.slot(0).as_ptr().write(7);
-            assert_eq!(segs.slot(1).as_ptr().read(), 7);
+            segs.slot(1).as_ptr().write(7);
+            assert_eq!(again.slot(1).as_ptr().read(), 7);
+            assert_eq!(again.slot(0).as_ptr().read(), 0);
         }
-        let other = LocalObject::create("other", &Geometry::new(2 << 20).unwrap()).unwrap();
-        assert!(matches!(
-            segs.map(1, &other.fd),
-            Err(TransportError::Attach(_))
-        ));
+        let other = create_object("other", &g, 3).unwrap();
+        assert!(matches!(segs.map(&other), Err(TransportError::Attach(_))));
     }
 }

@@ -14,8 +14,8 @@ use crate::access::{self, ordering};
 use crate::control::Control;
 use crate::delivery::{self, Strict};
 use crate::device_window::DeviceWindow;
-use crate::fd_exchange::share_objects;
-use crate::segment::{Geometry, LocalObject, Segments};
+use crate::fd_exchange::share_object;
+use crate::segment::{Geometry, Segments, create_object};
 use crate::settings::{SimSettings, WaitPhases, local_pes, usable_cpus};
 use crate::stream::Stream;
 use crate::strict::{Deferred, StrictQueue};
@@ -240,39 +240,37 @@ impl SimTransport {
             ));
         }
         let geometry = Geometry::new(spec.size)?;
-        let object = LocalObject::create(&spec.label, &geometry)?;
         let segments = Segments::reserve(geometry, spec.n_pes)?;
-        segments.map(spec.my_pe, &object.fd)?;
         let host_access = settings.device_host_access;
         let mut window = match spec.device_memory {
             true => Some(DeviceWindow::reserve(geometry, spec.n_pes)?),
             false => None,
         };
-        if let Some(w) = window.as_ref().filter(|_| host_access) {
-            w.map(spec.my_pe, &object.fd)?;
-        }
-        if spec.n_pes > 1 {
-            let peers = share_objects(
+        let object = match spec.my_pe {
+            0 => Some(create_object(&spec.label, &geometry, spec.n_pes)?),
+            _ => None,
+        };
+        let object = match (spec.n_pes, object) {
+            (1, Some(object)) => object,
+            (_, object) => share_object(
                 spec.my_pe,
                 spec.n_pes,
-                &object.fd,
-                geometry.object_len as u64,
+                object,
+                geometry.total(spec.n_pes)? as u64,
                 exchange,
                 spec.attach_timeout,
-            )?;
-            for (pe, fd) in peers.into_iter().enumerate() {
-                if let Some(fd) = fd {
-                    segments.map(pe as Pe, &fd)?;
-                    if let Some(w) = window.as_ref().filter(|_| host_access) {
-                        w.map(pe as Pe, &fd)?;
-                    }
-                }
-            }
-            // Nobody starts using the segments before everyone has mapped them all.
+            )?,
+        };
+        segments.map(&object)?;
+        if let Some(w) = window.as_ref().filter(|_| host_access) {
+            w.map(&object)?;
+        }
+        if spec.n_pes > 1 {
+            // Nobody starts using the segments before everyone has mapped them.
             exchange.barrier()?;
         }
-        // The mappings keep the peers' objects alive; this PE's own descriptor stays open, to
-        // map parts of the segment elsewhere (`alias_local`).
+        // The mapping keeps the object alive; its descriptor stays open too, to map parts of
+        // this PE's segment elsewhere (`alias_local`).
         let phases = settings
             .wait_policy
             .phases(local_pes(spec.n_pes), usable_cpus());
@@ -308,7 +306,7 @@ impl SimTransport {
             shared: Arc::new(Shared {
                 window,
                 _mappings: segments,
-                object: object.fd,
+                object,
                 profile: Profile {
                     name: "sim",
                     limits: Limits::CANN,
@@ -424,18 +422,37 @@ impl SimTransport {
                 fetch,
             } => {
                 // SAFETY: an aligned word inside `pe`'s segment.
-                let old = unsafe { access::amo(self.at(pe, offset), width, op) };
+                let old = unsafe { self.amo_now(pe, offset, width, op) };
                 if !fetch.is_null() {
                     // SAFETY: a non-null `fetch` is valid per `atomic_nbi`'s contract.
                     unsafe { access::write_value(fetch, width, old) };
                 }
-                if op.writes() {
-                    // The sequentially consistent read-modify-write orders the update before
-                    // the check for sleepers.
-                    self.control(pe).notify_rmw(offset, width.bytes());
-                }
             }
         }
+    }
+
+    /// Performs atomic `op` on the word at `offset` of `pe`'s segment and wakes whoever it
+    /// concerns; returns the old value.
+    ///
+    /// # Safety
+    ///
+    /// The word is aligned to `width` and lies inside `pe`'s segment.
+    #[inline(always)]
+    unsafe fn amo_now(&self, pe: Pe, offset: usize, width: Width, op: AmoOp) -> u64 {
+        // SAFETY: guaranteed by the caller.
+        let old = unsafe { access::amo(self.at(pe, offset), width, op) };
+        if op.writes() {
+            // The sequentially consistent read-modify-write orders the update before the check
+            // for sleepers.
+            let ctl = self.control(pe);
+            match op {
+                AmoOp::Add(v) => {
+                    ctl.notify_word(None, offset, width.bytes(), old.wrapping_add(v), true)
+                }
+                _ => ctl.notify_rmw(offset, width.bytes()),
+            }
+        }
+        old
     }
 
     /// Before a blocking update or atomic performed at once on a plain queue, in strict mode:
@@ -530,7 +547,10 @@ impl SimTransport {
         let word = self.at(first, b.arrive);
         wait_until(
             self.control(first),
-            Watch::word(b.arrive, Width::W64),
+            Watch {
+                at_least: Some(target),
+                ..Watch::word(b.arrive, Width::W64)
+            },
             self.shared.phases,
             &*self.shared.watchdog,
             what,
@@ -592,14 +612,10 @@ impl SimTransport {
         let addr = self.at(pe, sig.offset);
         // SAFETY: an aligned signal word inside the segment; its update comes after the data
         // (release, or a sequentially consistent add).
-        let rmw = unsafe { access::signal(addr, sig.width, sig.op, sig.value) };
-        let lo = dst.min(sig.offset);
-        let end = (dst + len).max(sig.offset + sig.width.bytes());
-        if rmw {
-            self.control(pe).notify_rmw(lo, end - lo);
-        } else {
-            self.notify(pe, lo, end - lo);
-        }
+        let (rmw, now) = unsafe { access::signal(addr, sig.width, sig.op, sig.value) };
+        let data = (len > 0).then_some((dst, len));
+        self.control(pe)
+            .notify_word(data, sig.offset, sig.width.bytes(), now, rmw);
     }
 
     /// A non-blocking operation on a plain queue: performed now, or held in strict mode.
@@ -747,8 +763,9 @@ impl Transport for SimTransport {
         // segment bytes lie inside this PE's mapped segment (checked above) and no PE accesses
         // them yet.
         unsafe { std::ptr::copy_nonoverlapping(at.as_ptr(), seg, len) };
-        // SAFETY: maps bytes `offset..offset + len` of this PE's memory object (page-aligned,
-        // inside the object) over `at..at + len`, which the caller says holds no Rust object.
+        // SAFETY: maps bytes `offset..offset + len` of this PE's segment (page-aligned, inside
+        // the instance's object) over `at..at + len`, which the caller says holds no Rust
+        // object.
         unsafe {
             rustix::mm::mmap(
                 at.as_ptr().cast(),
@@ -756,7 +773,7 @@ impl Transport for SimTransport {
                 rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
                 rustix::mm::MapFlags::SHARED | rustix::mm::MapFlags::FIXED,
                 &self.shared.object,
-                offset as u64,
+                (self.my_pe as usize * self.stride + offset) as u64,
             )
         }
         .map_err(|e| TransportError::os("mapping the segment over static data", e))?;
@@ -1018,11 +1035,7 @@ impl Transport for SimTransport {
                 // fenced).
                 self.before_read(strict, pe);
                 // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
-                let old = unsafe { access::amo(self.at(pe, offset), width, op) };
-                if op.writes() {
-                    self.control(pe).notify_rmw(offset, width.bytes());
-                }
-                Ok(old)
+                Ok(unsafe { self.amo_now(pe, offset, width, op) })
             }
             Kind::Stream(s) => {
                 let t = self.clone();
@@ -1066,6 +1079,8 @@ impl Transport for SimTransport {
                 // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
                 unsafe { access::amo(self.at(pe, offset), width, op) };
                 if op.writes() {
+                    // The new value is not fetched: a sleeper watching the word wakes whatever
+                    // it waits for.
                     self.control(pe).notify_rmw(offset, width.bytes());
                 }
                 Ok(())
@@ -1130,14 +1145,7 @@ impl Transport for SimTransport {
                 }
                 self.before_blocking(strict, pe);
                 // SAFETY: an aligned signal word inside `pe`'s segment (checked by the core).
-                let rmw = unsafe {
-                    access::signal(self.at(pe, sig.offset), sig.width, sig.op, sig.value)
-                };
-                if rmw {
-                    self.control(pe).notify_rmw(sig.offset, sig.width.bytes());
-                } else {
-                    self.notify(pe, sig.offset, sig.width.bytes());
-                }
+                self.signal_after(pe, 0, 0, sig);
                 Ok(())
             }
             Kind::Stream(s) => {

@@ -58,6 +58,7 @@ pub(crate) fn wait_until(
         control.sleep(
             watch.offset,
             watch.len,
+            watch.at_least,
             phases.sleep_chunk,
             &mut || match pred() {
                 Ok(done) => !done,

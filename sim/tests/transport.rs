@@ -165,6 +165,7 @@ fn signals_wake_a_sleeping_waiter() {
             kind: ScalarKind::U32,
             cmp: Cmp::Ge,
             value: round,
+            count: false,
         };
         // Ping-pong 200 rounds through 32-bit signal words: each side sleeps on its futex.
         for round in 1..=200u64 {
@@ -364,6 +365,7 @@ fn stream_work_runs_in_order_with_waits_and_barriers() {
                 kind: ScalarKind::U64,
                 cmp: Cmp::Eq,
                 value: 7,
+                count: false,
             };
             assert_eq!(t.wait_until(&q, w, &"the host signal").unwrap(), None);
             // Work after the wait runs only once the signal came.

@@ -405,9 +405,94 @@ fn kernels(inst: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), s
     dst.free()
 }
 
+/// Sizes of the put-beside-memcpy comparison.
+const COPY_SIZES: [usize; 8] = [
+    4 << 10,
+    8 << 10,
+    16 << 10,
+    32 << 10,
+    64 << 10,
+    256 << 10,
+    1 << 20,
+    4 << 20,
+];
+
+/// Put against a memcpy loop with the identical source and destination (PE 1's heap through
+/// this PE's mapping of it), batches interleaved: per size, the median over 9 pairs of the
+/// memcpy's time over the put's (the put's share of memcpy bandwidth) and of the put's time
+/// less the memcpy's per call (its overhead).
+fn put_beside_memcpy(
+    inst: &Instance,
+    results: &mut BTreeMap<String, f64>,
+) -> Result<(), shmem::Error> {
+    let max = *COPY_SIZES.last().expect("sizes");
+    let buf = inst.malloc::<u8>(max)?;
+    let local = vec![1u8; max];
+    inst.barrier_all()?;
+    if inst.my_pe() == 0 {
+        let peer = 1;
+        let dst = buf
+            .as_slice()
+            .ptr(peer)
+            .ok_or_else(|| shmem::Error::NotSupported("no host mapping of the peer".into()))?;
+        for s in COPY_SIZES {
+            let reps = ((64usize << 20) / s).clamp(8, 20_000);
+            let vs = buf.slice(0..s);
+            let put = || {
+                let t = std::time::Instant::now();
+                for _ in 0..reps {
+                    vs.put(&local[..s], peer).expect("put");
+                }
+                inst.quiet().expect("quiet");
+                t.elapsed().as_secs_f64() / reps as f64
+            };
+            let copy = || {
+                let t = std::time::Instant::now();
+                for _ in 0..reps {
+                    // SAFETY: `dst` maps PE 1's heap of `max >= s` bytes, which nobody else
+                    // touches during the measurement; `local` holds `s` bytes.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            std::hint::black_box(local.as_ptr()),
+                            dst.as_ptr(),
+                            s,
+                        )
+                    };
+                    std::hint::black_box(dst);
+                }
+                t.elapsed().as_secs_f64() / reps as f64
+            };
+            let (_, _) = (put(), copy());
+            let pairs = if shmem_benches::stats::smoke() { 1 } else { 9 };
+            let (mut ratio, mut over) = (vec![], vec![]);
+            for _ in 0..pairs {
+                let (p, c) = (put(), copy());
+                ratio.push(c / p);
+                over.push(p - c);
+            }
+            results.insert(
+                format!("copy_ratio_{s}"),
+                shmem_benches::stats::median(&mut ratio),
+            );
+            results.insert(
+                format!("copy_over_{s}"),
+                shmem_benches::stats::median(&mut over),
+            );
+        }
+    }
+    inst.barrier_all()?;
+    buf.free()
+}
+
 /// The PE side: measures and prints `RESULT` lines on PE 0.
 fn pe_main(role: &str) -> Result<(), shmem::Error> {
     let inst = Instance::from_env()?;
+    if role == "copy" {
+        let mut results = BTreeMap::new();
+        put_beside_memcpy(&inst, &mut results)?;
+        print_results(&inst, &results);
+        return inst.finalize();
+    }
     if role == "kernel" {
         let mut results = BTreeMap::new();
         kernels(&inst, &mut results)?;
@@ -503,8 +588,17 @@ fn free_port_range() -> String {
 }
 
 fn launch(role: &str, n: u32) -> Result<BTreeMap<String, f64>, String> {
+    launch_with(role, n, &[])
+}
+
+/// [`launch`] with more environment.
+fn launch_with(role: &str, n: u32, env: &[(&str, &str)]) -> Result<BTreeMap<String, f64>, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let report = Job::new(exe)
+    let mut job = Job::new(exe);
+    for (k, v) in env {
+        job = job.env(k, v);
+    }
+    let report = job
         .n_pes(n)
         .env(ROLE, role)
         .env(RANGE_VAR, free_port_range())
@@ -640,6 +734,23 @@ fn driver(args: &Args) -> Result<(), String> {
     }
     print!("{}", t.render());
     println!("OSHMEM column: {osh_note}");
+    // The heap must be host-mapped for the memcpy side: the OpenSHMEM profile's.
+    let copy = launch_with("copy", 2, &[("SHMEM_PROFILE", "openshmem")])?;
+    let mut t = Table::new(&[
+        "put beside memcpy into the same peer mapping",
+        "put / memcpy bandwidth",
+        "put overhead per call",
+    ]);
+    for s in COPY_SIZES {
+        let g = |k: String| copy.get(&k).copied().ok_or(format!("missing result {k}"));
+        t.row(vec![
+            size(s),
+            format!("{:.2}", g(format!("copy_ratio_{s}"))?),
+            format!("{:.1} ns", g(format!("copy_over_{s}"))? * 1e9),
+        ]);
+    }
+    println!("\n2 PEs, medians of 9 interleaved pairs of batches:");
+    print!("{}", t.render());
     atomics_and_collectives(args, lib.as_ref(), &osh_note, cpus)?;
     if args.kernels {
         let k = launch("kernel", 2)?;

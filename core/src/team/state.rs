@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use shmem_backend::{BarrierSpec, Cmp, Pe, ScalarKind, WaitWord};
+use shmem_backend::{BarrierSpec, Pe, WaitWord};
 
 use crate::error::{Error, Result};
 use crate::heap::layout::{Reserved, SYNC_ARRAY_SIZE};
@@ -62,12 +62,7 @@ const _: () = assert!(words::BROADCAST + 8 * words::BROADCAST_SLOTS <= SYNC_ARRA
 
 /// A wait until this PE's 64-bit sync word at `offset` is at least `threshold`.
 pub(crate) fn at_least(offset: usize, threshold: u64) -> WaitWord {
-    WaitWord {
-        offset,
-        kind: ScalarKind::U64,
-        cmp: Cmp::Ge,
-        value: threshold,
-    }
+    WaitWord::count(offset, threshold)
 }
 
 /// The configuration of a team (`shmem_team_config_t`).

@@ -1,0 +1,301 @@
+//! How start-up, barriers, an alltoall, finalize and memory grow with the number of PEs, phase
+//! by phase, and the ring job's time beside another build's (the parent commit's, for example).
+//!
+//! ```text
+//! cargo build --release -p shmem-benches -p shmem-sim --example ring
+//! target/release/shmem-scale --pes 64,256,1024
+//! target/release/shmem-scale --pes 1024 --ab /tmp/parent --pairs 3
+//! ```
+//!
+//! Each PE times its own phases and prints them after finalize; the driver reports, per phase,
+//! the slowest PE (a collective phase ends when its last PE does) and the median PE. `spawn`
+//! runs from the driver starting `shmemrun` to the PE entering `main`; `bootstrap` to the PE's
+//! join of the bootstrap; `segments` to the instance's return from `init` (the memory object's
+//! exchange and mapping, and the instance's set-up); `memory` is the PE's private memory plus
+//! its page tables after the alltoall (`Private_*` of `/proc/self/smaps_rollup` + `VmPTE`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::Parser;
+use shmem::Instance;
+use shmem_benches::stats::median;
+use shmem_benches::table::Table;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+
+/// Set for the PEs the driver starts: the driver's clock when it started `shmemrun`.
+const T0: &str = "SHMEM_SCALE_T0_NS";
+/// Barriers timed per job.
+const BARRIERS: usize = 100;
+/// Bytes each PE sends each other PE in the alltoall.
+const ALLTOALL: usize = 1024;
+/// Marks a PE's result line.
+const MARK: &str = "shmem-scale:";
+
+#[derive(Parser, Debug)]
+#[command(about = "Start-up, barrier, alltoall, finalize and memory per PE as the PEs grow")]
+struct Args {
+    /// PE counts to sweep.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![64u32, 128, 256, 512, 1024])]
+    pes: Vec<u32>,
+    /// Also time `shmemrun -n N -- ring 100` here and with the `shmemrun` and `ring` of this
+    /// directory (another build, such as the parent commit's `target/release`), interleaved.
+    #[arg(long)]
+    ab: Option<PathBuf>,
+    /// A/B pairs per PE count.
+    #[arg(long, default_value_t = 3)]
+    pairs: usize,
+    /// Give up on a job after this many seconds (the parent's 1,024-PE ring took minutes).
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// The time of the library's "bootstrap joined" event, caught by a tracing layer.
+static JOINED: Mutex<Option<Instant>> = Mutex::new(None);
+
+struct Joined;
+
+impl<S: tracing::Subscriber> Layer<S> for Joined {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        struct Message(bool);
+        impl Visit for Message {
+            fn record_debug(&mut self, f: &Field, v: &dyn std::fmt::Debug) {
+                if f.name() == "message" {
+                    self.0 |= format!("{v:?}") == "bootstrap joined";
+                }
+            }
+        }
+        let mut m = Message(false);
+        event.record(&mut m);
+        if m.0 {
+            let mut j = JOINED.lock().unwrap_or_else(|e| e.into_inner());
+            j.get_or_insert_with(Instant::now);
+        }
+    }
+}
+
+/// A PE's private memory plus page tables, in KiB.
+fn memory_kib() -> u64 {
+    let field = |text: &str, name: &str| -> u64 {
+        text.lines()
+            .filter(|l| l.starts_with(name))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum()
+    };
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    field(&rollup, "Private_") + field(&status, "VmPTE:")
+}
+
+fn pe_main(t0_ns: u128) -> Result<(), shmem::Error> {
+    let entered_ns = now_ns();
+    let entered = Instant::now();
+    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(
+        Joined.with_filter(
+            tracing_subscriber::filter::Targets::new().with_target("shmem", tracing::Level::DEBUG),
+        ),
+    ));
+    let inst = Instance::from_env()?;
+    let ready = Instant::now();
+    let joined = JOINED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or(entered);
+    inst.barrier_all()?;
+    let t = Instant::now();
+    for _ in 0..BARRIERS {
+        inst.barrier_all()?;
+    }
+    let barriers = t.elapsed();
+    let n = inst.n_pes() as usize;
+    let src = inst.calloc::<u8>(n * ALLTOALL)?;
+    let dst = inst.calloc::<u8>(n * ALLTOALL)?;
+    inst.barrier_all()?;
+    let t = Instant::now();
+    inst.team_world().alltoall(dst.as_slice(), src.as_slice())?;
+    inst.barrier_all()?;
+    let alltoall = t.elapsed();
+    let memory = memory_kib();
+    let t = Instant::now();
+    inst.finalize()?;
+    let finalize = t.elapsed();
+    let s = |d: Duration| d.as_secs_f64();
+    println!(
+        "{MARK} spawn={} bootstrap={} segments={} barrier={} alltoall={} finalize={} memory_kib={memory}",
+        entered_ns.saturating_sub(t0_ns) as f64 * 1e-9,
+        s(joined - entered),
+        s(ready - joined),
+        s(barriers) / BARRIERS as f64,
+        s(alltoall),
+        s(finalize),
+    );
+    Ok(())
+}
+
+/// One PE's figures, by name.
+type Row = Vec<(String, f64)>;
+
+fn parse(stdout: &str) -> Vec<Row> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(MARK))
+        .map(|(_, rest)| {
+            rest.split_whitespace()
+                .filter_map(|kv| {
+                    let (k, v) = kv.split_once('=')?;
+                    Some((k.to_string(), v.parse().ok()?))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Runs `shmemrun -n n -- program args`, returning its wall time and standard output.
+fn run(
+    shmemrun: &Path,
+    n: u32,
+    program: &Path,
+    args: &[&str],
+    timeout: u64,
+) -> Result<(f64, String), String> {
+    let t = Instant::now();
+    let out = Command::new(shmemrun)
+        .args([
+            "-n",
+            &n.to_string(),
+            "--timeout",
+            &timeout.to_string(),
+            "--",
+        ])
+        .arg(program)
+        .args(args)
+        .env(T0, now_ns().to_string())
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", shmemrun.display()))?;
+    let wall = t.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(format!(
+            "{} -n {n} {} failed ({}):\n{}",
+            shmemrun.display(),
+            program.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok((wall, String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+fn driver(args: &Args) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let dir = exe.parent().ok_or("the program has no directory")?;
+    let shmemrun = dir.join("shmemrun");
+    println!(
+        "shmem-scale: SHMEM_PROFILE={}, SHMEM_SYMMETRIC_SIZE={}, wait policy {}, {} CPUs; per phase the slowest PE / the median PE",
+        std::env::var("SHMEM_PROFILE").unwrap_or_else(|_| "(default)".into()),
+        std::env::var("SHMEM_SYMMETRIC_SIZE").unwrap_or_else(|_| "(default)".into()),
+        std::env::var("SHMEM_WAIT_POLICY").unwrap_or_else(|_| "adaptive".into()),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+    );
+    let phases = [
+        ("spawn", "spawn (s)", 1.0),
+        ("bootstrap", "bootstrap (s)", 1.0),
+        ("segments", "segments + init (s)", 1.0),
+        ("barrier", "barrier (us)", 1e6),
+        ("alltoall", "alltoall 1 KiB (ms)", 1e3),
+        ("finalize", "finalize (s)", 1.0),
+        ("memory_kib", "memory/PE (MiB)", 1.0 / 1024.0),
+    ];
+    let mut head = vec!["PEs", "job (s)"];
+    head.extend(phases.iter().map(|p| p.1));
+    let mut table = Table::new(&head);
+    for &n in &args.pes {
+        let (wall, stdout) = run(&shmemrun, n, &exe, &[], args.timeout)?;
+        let rows = parse(&stdout);
+        if rows.len() != n as usize {
+            return Err(format!("{} of {n} PEs reported", rows.len()));
+        }
+        let mut cells = vec![n.to_string(), format!("{wall:.2}")];
+        for (key, _, scale) in phases {
+            let mut v: Vec<f64> = rows
+                .iter()
+                .filter_map(|r| r.iter().find(|(k, _)| k == key).map(|(_, v)| v * scale))
+                .collect();
+            let max = v.iter().copied().fold(f64::NAN, f64::max);
+            let mid = if v.is_empty() {
+                f64::NAN
+            } else {
+                median(&mut v)
+            };
+            cells.push(format!("{max:.3} / {mid:.3}"));
+        }
+        table.row(cells);
+    }
+    print!("{}", table.render());
+    if let Some(other) = &args.ab {
+        let ring = dir.join("examples").join("ring");
+        let (o_run, o_ring) = (other.join("shmemrun"), other.join("examples").join("ring"));
+        let (o_run, o_ring) = if o_ring.exists() {
+            (o_run, o_ring)
+        } else {
+            (o_run, other.join("ring"))
+        };
+        println!(
+            "\n`shmemrun -n N -- ring {BARRIERS}`: this build against {} ({} interleaved pairs)",
+            other.display(),
+            args.pairs
+        );
+        let mut table = Table::new(&[
+            "PEs",
+            "this build (s)",
+            "other (s)",
+            "this/other (median of pairs)",
+        ]);
+        for &n in &args.pes {
+            let (mut mine, mut theirs, mut ratios) = (vec![], vec![], vec![]);
+            for _ in 0..args.pairs {
+                let a = run(&shmemrun, n, &ring, &["100"], args.timeout)?.0;
+                let b = run(&o_run, n, &o_ring, &["100"], args.timeout)?.0;
+                mine.push(a);
+                theirs.push(b);
+                ratios.push(a / b);
+            }
+            table.row(vec![
+                n.to_string(),
+                format!("{:.2}", median(&mut mine)),
+                format!("{:.2}", median(&mut theirs)),
+                format!("{:.3}", median(&mut ratios)),
+            ]);
+        }
+        print!("{}", table.render());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    if let Some(t0) = std::env::var(T0).ok().and_then(|v| v.parse().ok()) {
+        return match pe_main(t0) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("shmem-scale PE: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match driver(&Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shmem-scale: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
