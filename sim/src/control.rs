@@ -23,13 +23,13 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use std::time::Duration;
 
-/// Bytes reserved for the control block at the end of every segment.
-pub(crate) const CONTROL_SIZE: usize = 4096;
+/// Bytes of one PE's control block in the instance's table of them.
+pub(crate) const CONTROL_SIZE: usize = 64;
 /// Watch slots: the most sleepers of one PE whose watched ranges are tracked exactly.
 pub(crate) const SLOTS: usize = 6;
 const LINE: usize = 64;
 
-/// The control block at the start of a segment's control page.
+/// A PE's control block.
 #[repr(C, align(64))]
 #[derive(Debug, Default)]
 pub(crate) struct Control {
@@ -114,7 +114,7 @@ impl Control {
     #[inline]
     pub(crate) fn notify(&self, offset: usize, len: usize) {
         fence(Ordering::SeqCst);
-        self.wake_range(offset, len);
+        self.notify_rmw(offset, len);
     }
 
     /// Called by a writer after a sequentially consistent read-modify-write of the word at
@@ -122,7 +122,9 @@ impl Control {
     /// sequentially consistent operations, so no fence is needed between them (see the tests).
     #[inline]
     pub(crate) fn notify_rmw(&self, offset: usize, len: usize) {
-        self.wake(Some((offset, len)), None);
+        if self.sleepers.load(Ordering::SeqCst) != 0 {
+            self.wake_sleepers(Some((offset, len)), None);
+        }
     }
 
     /// Called by a writer after it stored the `len` bytes at `data` (if any) and then updated
@@ -140,18 +142,8 @@ impl Control {
         if !rmw {
             fence(Ordering::SeqCst);
         }
-        self.wake(data, Some((word, width, now)));
-    }
-
-    #[inline]
-    fn wake_range(&self, offset: usize, len: usize) {
-        self.wake(Some((offset, len)), None);
-    }
-
-    #[inline(always)]
-    fn wake(&self, data: Option<(usize, usize)>, word: Option<(usize, usize, u64)>) {
         if self.sleepers.load(Ordering::SeqCst) != 0 {
-            self.wake_sleepers(data, word);
+            self.wake_sleepers(data, Some((word, width, now)));
         }
     }
 

@@ -75,11 +75,11 @@ unsafe impl Sync for DeviceWindow {}
 impl DeviceWindow {
     /// Reserves the window for `n_pes` segments, inaccessible to the host (or, with
     /// `host_access`, to be mapped with [`DeviceWindow::map`]).
-    pub(crate) fn reserve(geometry: Geometry, n_pes: u32) -> Result<DeviceWindow, TransportError> {
+    pub(crate) fn reserve(geometry: Geometry) -> Result<DeviceWindow, TransportError> {
         Ok(DeviceWindow {
             registered: Vec::new(),
             runtime: None,
-            segments: Segments::reserve(geometry, n_pes)?,
+            segments: Segments::reserve(geometry)?,
         })
     }
 

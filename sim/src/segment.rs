@@ -1,15 +1,15 @@
 //! The shared-memory segments of one instance, as mapped in this process.
 //!
 //! The segments of all PEs of an instance are one anonymous `memfd` (no name in `/dev/shm`, so
-//! nothing survives any exit, SIGKILL included), PE `i`'s at byte `i * stride`. It is sized
+//! nothing survives any exit, SIGKILL included): first a table of the PEs' control blocks, one
+//! cache line each, then PE `i`'s segment at `controls + i * stride`. It is sized
 //! sparsely with `ftruncate`, so pages cost memory only once touched, and sealed against resizing
 //! so no PE can make another fault. Every PE maps the whole object with one mapping into a
-//! contiguous reservation, PE `i` at `base + i * stride`, the way CANN lays out its global
-//! virtual address space; this makes peer translation one addition, and start-up one mapping
-//! per PE however many PEs there are.
-//!
-//! A segment is `heap` bytes of addressable memory followed by one page that holds the
-//! simulator's `Control` block.
+//! contiguous reservation, the way CANN lays out its global virtual address space; this makes
+//! peer translation one addition, and start-up one mapping per PE however many PEs there are.
+//! A segment is its `heap` bytes of addressable memory. The control blocks are packed together
+//! so that a PE that writes to many peers (each write checks the target's block for sleepers)
+//! touches one page-table page for all their blocks, not one per peer.
 
 use std::ffi::c_void;
 use std::os::fd::{AsFd, OwnedFd};
@@ -23,8 +23,6 @@ use crate::control::CONTROL_SIZE;
 
 /// The alignment of each PE's slot in the reservation.
 const SLOT_ALIGN: usize = 2 << 20;
-/// The page size assumed for the layout (the machine's base page).
-const PAGE: usize = 4096;
 
 pub(crate) fn align_up(v: usize, a: usize) -> Option<usize> {
     v.checked_add(a - 1).map(|x| x & !(a - 1))
@@ -35,52 +33,50 @@ pub(crate) fn align_up(v: usize, a: usize) -> Option<usize> {
 pub(crate) struct Geometry {
     /// Addressable bytes of each segment.
     pub heap: usize,
-    /// Bytes of one segment (heap rounded to a page, plus the control page).
-    pub object_len: usize,
     /// Distance between two PEs' slots in the reservation.
     pub stride: usize,
+    /// The PEs.
+    pub n_pes: u32,
+    /// Bytes before slot 0: the control blocks, padded to a slot's alignment.
+    pub controls: usize,
+    /// Bytes of the memory object, and of the reservation.
+    pub total: usize,
 }
 
 impl Geometry {
-    pub(crate) fn new(heap: usize) -> Result<Geometry, TransportError> {
+    pub(crate) fn new(heap: usize, n_pes: u32) -> Result<Geometry, TransportError> {
         let too_big = || {
             TransportError::Attach(format!(
-                "a segment of {heap} bytes does not fit in the address space"
+                "{n_pes} segments of {heap} bytes do not fit in the address space"
             ))
         };
-        let control_at = align_up(heap, PAGE).ok_or_else(too_big)?;
-        let object_len = control_at.checked_add(CONTROL_SIZE).ok_or_else(too_big)?;
-        let stride = align_up(object_len, SLOT_ALIGN).ok_or_else(too_big)?;
+        let stride = align_up(heap, SLOT_ALIGN).ok_or_else(too_big)?;
+        let controls = (n_pes as usize)
+            .checked_mul(CONTROL_SIZE)
+            .and_then(|c| align_up(c, SLOT_ALIGN))
+            .ok_or_else(too_big)?;
+        let total = stride
+            .checked_mul(n_pes as usize)
+            .and_then(|s| s.checked_add(controls))
+            .ok_or_else(too_big)?;
         Ok(Geometry {
             heap,
-            object_len,
             stride,
+            n_pes,
+            controls,
+            total,
         })
     }
 
-    /// The offset of the control block inside a segment.
-    pub(crate) fn control_offset(&self) -> usize {
-        self.object_len - CONTROL_SIZE
-    }
-
-    /// The bytes of the memory object, and of the reservation, for `n_pes` segments.
-    pub(crate) fn total(&self, n_pes: u32) -> Result<usize, TransportError> {
-        self.stride.checked_mul(n_pes as usize).ok_or_else(|| {
-            TransportError::Attach(format!(
-                "{n_pes} segments of {} bytes do not fit in the address space",
-                self.stride
-            ))
-        })
+    /// Where `pe`'s segment starts in the memory object.
+    pub(crate) fn segment_offset(&self, pe: Pe) -> usize {
+        self.controls + pe as usize * self.stride
     }
 }
 
-/// Creates the instance's memory object: sealed, sparse, [`Geometry::total`] bytes.
-pub(crate) fn create_object(
-    label: &str,
-    geometry: &Geometry,
-    n_pes: u32,
-) -> Result<OwnedFd, TransportError> {
-    let len = geometry.total(n_pes)?;
+/// Creates the instance's memory object: sealed, sparse, `geometry.total` bytes.
+pub(crate) fn create_object(label: &str, geometry: &Geometry) -> Result<OwnedFd, TransportError> {
+    let len = geometry.total;
     let name = format!("shmem-sim-{label}");
     let fd = rustix::fs::memfd_create(
         name.as_str(),
@@ -99,9 +95,7 @@ pub(crate) fn create_object(
 #[derive(Debug)]
 pub(crate) struct Segments {
     base: NonNull<u8>,
-    len: usize,
     geometry: Geometry,
-    n_pes: u32,
 }
 
 // SAFETY: `Segments` owns a memory mapping; the raw base pointer is only an address. All accesses
@@ -112,9 +106,10 @@ unsafe impl Send for Segments {}
 unsafe impl Sync for Segments {}
 
 impl Segments {
-    /// Reserves address space for `n_pes` slots (without committing memory).
-    pub(crate) fn reserve(geometry: Geometry, n_pes: u32) -> Result<Segments, TransportError> {
-        let len = geometry.total(n_pes)?;
+    /// Reserves address space for the control blocks and `geometry.n_pes` slots (without
+    /// committing memory).
+    pub(crate) fn reserve(geometry: Geometry) -> Result<Segments, TransportError> {
+        let (len, n_pes) = (geometry.total, geometry.n_pes);
         // SAFETY: a new private anonymous mapping with a null hint never aliases existing memory.
         let base = unsafe {
             rustix::mm::mmap_anonymous(
@@ -132,24 +127,20 @@ impl Segments {
         })?;
         let base =
             NonNull::new(base.cast::<u8>()).expect("mmap never returns a null mapping on success");
-        Ok(Segments {
-            base,
-            len,
-            geometry,
-            n_pes,
-        })
+        Ok(Segments { base, geometry })
     }
 
-    /// Maps `fd`, the instance's memory object of [`Geometry::total`] bytes, over the whole
+    /// Maps `fd`, the instance's memory object of `geometry.total` bytes, over the whole
     /// reservation.
     pub(crate) fn map(&self, fd: impl AsFd) -> Result<(), TransportError> {
         let size = rustix::fs::fstat(&fd)
             .map_err(|e| TransportError::os("inspecting the symmetric segments", e))?
             .st_size;
-        if size as u64 != self.len as u64 {
+        let g = &self.geometry;
+        if size as u64 != g.total as u64 {
             return Err(TransportError::Attach(format!(
                 "the instance's memory object has {size} bytes, this PE expects {} for {} PEs: the PEs disagree about local_mem_size",
-                self.len, self.n_pes
+                g.total, g.n_pes
             )));
         }
         // SAFETY: the mapping replaces exactly our own reservation, which no Rust object
@@ -157,7 +148,7 @@ impl Segments {
         unsafe {
             rustix::mm::mmap(
                 self.base.as_ptr().cast::<c_void>(),
-                self.len,
+                g.total,
                 ProtFlags::READ | ProtFlags::WRITE,
                 MapFlags::SHARED | MapFlags::FIXED,
                 fd,
@@ -170,17 +161,23 @@ impl Segments {
 
     /// The start of `pe`'s slot.
     pub(crate) fn slot(&self, pe: Pe) -> NonNull<u8> {
-        debug_assert!(pe < self.n_pes);
-        // SAFETY: the offset stays inside the reservation of `n_pes * stride` bytes.
-        unsafe { self.base.add(pe as usize * self.geometry.stride) }
+        debug_assert!(pe < self.geometry.n_pes);
+        // SAFETY: the offset stays inside the reservation.
+        unsafe { self.base.add(self.geometry.segment_offset(pe)) }
+    }
+
+    /// The start of the control blocks.
+    pub(crate) fn controls(&self) -> NonNull<u8> {
+        self.base
     }
 }
 
 impl Drop for Segments {
     fn drop(&mut self) {
+        let (base, len) = (self.base.as_ptr().cast(), self.geometry.total);
         // SAFETY: the reservation was created by `reserve` with this length; nothing borrows it
         // past the lifetime of `self`.
-        if let Err(e) = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), self.len) } {
+        if let Err(e) = unsafe { rustix::mm::munmap(base, len) } {
             tracing::warn!("unmapping the symmetric segments failed: {e}");
         }
     }
@@ -199,22 +196,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn geometry_rounds_to_pages_and_slots() {
-        let g = Geometry::new(10 << 20).unwrap();
-        assert_eq!(g.control_offset(), 10 << 20);
-        assert_eq!(g.object_len, (10 << 20) + CONTROL_SIZE);
-        assert_eq!(g.stride, 12 << 20);
-        let g = Geometry::new(1).unwrap();
-        assert_eq!(g.control_offset(), 4096);
+    fn geometry_rounds_to_slots_and_packs_the_control_blocks() {
+        let g = Geometry::new(10 << 20, 3).unwrap();
+        assert_eq!(g.stride, 10 << 20);
+        assert_eq!(g.controls, 2 << 20);
+        assert_eq!(g.segment_offset(2), (2 << 20) + (20 << 20));
+        assert_eq!(g.total, (2 << 20) + (30 << 20));
+        let g = Geometry::new(1, 40_000).unwrap();
+        assert_eq!(g.stride, 2 << 20);
+        assert_eq!(g.controls, 4 << 20);
+        assert!(Geometry::new(usize::MAX / 2, 4).is_err());
     }
 
     #[test]
     fn maps_the_object_and_rejects_a_wrong_size() {
-        let g = Geometry::new(1 << 20).unwrap();
-        let segs = Segments::reserve(g, 2).unwrap();
-        let obj = create_object("test", &g, 2).unwrap();
+        let g = Geometry::new(1 << 20, 2).unwrap();
+        let segs = Segments::reserve(g).unwrap();
+        let obj = create_object("test", &g).unwrap();
         segs.map(&obj).unwrap();
-        let again = Segments::reserve(g, 2).unwrap();
+        let again = Segments::reserve(g).unwrap();
         again.map(&obj).unwrap();
         // SAFETY: both reservations map the same object; the test owns it exclusively.
         unsafe {
@@ -222,7 +222,7 @@ mod tests {
             assert_eq!(again.slot(1).as_ptr().read(), 7);
             assert_eq!(again.slot(0).as_ptr().read(), 0);
         }
-        let other = create_object("other", &g, 3).unwrap();
+        let other = create_object("other", &Geometry::new(1 << 20, 3).unwrap()).unwrap();
         assert!(matches!(segs.map(&other), Err(TransportError::Attach(_))));
     }
 }

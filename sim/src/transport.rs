@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use std::sync::{Arc, Mutex};
 
 use shmem_backend::{
@@ -11,7 +11,7 @@ use shmem_backend::{
 };
 
 use crate::access::{self, ordering};
-use crate::control::Control;
+use crate::control::{CONTROL_SIZE, Control};
 use crate::delivery::{self, Strict};
 use crate::device_window::DeviceWindow;
 use crate::fd_exchange::share_object;
@@ -19,7 +19,7 @@ use crate::segment::{Geometry, Segments, create_object};
 use crate::settings::{SimSettings, WaitPhases, local_pes, usable_cpus};
 use crate::stream::Stream;
 use crate::strict::{Deferred, StrictQueue};
-use crate::wait::wait_until;
+use crate::wait::{Sleep, wait_until};
 
 /// The shared-memory transport: one process per PE, every segment mapped into every process, so
 /// a put is a `memcpy` into the target's mapping and an atomic is a CPU atomic on it.
@@ -60,7 +60,8 @@ pub struct SimTransport {
     base: NonNull<u8>,
     stride: usize,
     heap: usize,
-    control_at: usize,
+    /// The PEs' control blocks, one after another.
+    controls: NonNull<u8>,
     my_pe: Pe,
     n_pes: u32,
 }
@@ -239,15 +240,15 @@ impl SimTransport {
                 "a segment must have at least one byte".into(),
             ));
         }
-        let geometry = Geometry::new(spec.size)?;
-        let segments = Segments::reserve(geometry, spec.n_pes)?;
+        let geometry = Geometry::new(spec.size, spec.n_pes)?;
+        let segments = Segments::reserve(geometry)?;
         let host_access = settings.device_host_access;
         let mut window = match spec.device_memory {
-            true => Some(DeviceWindow::reserve(geometry, spec.n_pes)?),
+            true => Some(DeviceWindow::reserve(geometry)?),
             false => None,
         };
         let object = match spec.my_pe {
-            0 => Some(create_object(&spec.label, &geometry, spec.n_pes)?),
+            0 => Some(create_object(&spec.label, &geometry)?),
             _ => None,
         };
         let object = match (spec.n_pes, object) {
@@ -256,7 +257,7 @@ impl SimTransport {
                 spec.my_pe,
                 spec.n_pes,
                 object,
-                geometry.total(spec.n_pes)? as u64,
+                geometry.total as u64,
                 exchange,
                 spec.attach_timeout,
             )?,
@@ -300,7 +301,7 @@ impl SimTransport {
             base,
             stride: geometry.stride,
             heap: geometry.heap,
-            control_at: geometry.control_offset(),
+            controls: segments.controls(),
             my_pe: spec.my_pe,
             n_pes: spec.n_pes,
             shared: Arc::new(Shared {
@@ -346,10 +347,17 @@ impl SimTransport {
     /// `pe`'s control block.
     #[inline]
     fn control(&self, pe: Pe) -> &Control {
-        // SAFETY: the control page of a mapped segment holds a `Control` (all atomics, valid for
-        // any bit pattern including the initial zeros), it is page aligned, and `shared` keeps
-        // the mapping alive as long as `self`.
-        unsafe { &*self.slot(pe).add(self.control_at).cast::<Control>() }
+        debug_assert!(pe < self.n_pes);
+        // SAFETY: line `pe` of the mapped control table holds PE `pe`'s `Control` (all atomics,
+        // valid for any bit pattern including the initial zeros), it is line aligned, and
+        // `shared` keeps the mapping alive as long as `self`.
+        unsafe {
+            &*self
+                .controls
+                .as_ptr()
+                .add(pe as usize * CONTROL_SIZE)
+                .cast::<Control>()
+        }
     }
 
     /// Where the bytes of `src` are.
@@ -497,8 +505,16 @@ impl SimTransport {
             .cloned()
     }
 
-    /// A barrier over `b`'s members, performed now: [`Self::counter_barrier`] for teams of up
-    /// to `RADIX + 1` members, the core's tree above.
+    /// A barrier over `b`'s members, performed now: a central counter in the first member's
+    /// segment, whatever the team's size. Every member fetch-adds one to the first member's
+    /// arrival word and waits until the word reaches `epoch * size`; the last arrival is the
+    /// release. One cache line goes around, no member waits for another to be scheduled to
+    /// pass the release on, and, with PEs beyond the CPUs, every member sleeps at most once
+    /// and is woken by one `futex` wake of them all (a tree costs a trip through the scheduler
+    /// per level and phase). Counts only grow, so a member still waiting when the next
+    /// barrier's arrivals begin sees its own target passed. The first member's release word,
+    /// unused by this barrier, counts the sleepers, so that the last arrival makes the wake
+    /// call only when someone sleeps.
     ///
     /// # Safety
     ///
@@ -509,53 +525,50 @@ impl SimTransport {
         b: &BarrierSpec,
         what: &dyn fmt::Display,
     ) -> Result<(), TransportError> {
-        if b.size <= sync::RADIX + 1 {
-            // SAFETY: forwarded.
-            unsafe { self.counter_barrier(q, b, what) }
-        } else {
-            // SAFETY: forwarded.
-            unsafe { sync::tree_barrier(self, q, b, what) }
-        }
-    }
-
-    /// The central-counter barrier: every member fetch-adds one to the first member's arrival
-    /// word, and waits, watching that word in the first member's segment (every segment is
-    /// mapped here, and its control block wakes sleepers of any process), until it reaches
-    /// `epoch * size`. The last arrival is the release: one cache line goes around, and no
-    /// member waits for another to be scheduled to release it. Counts only grow, so a member
-    /// still waiting when the next barrier's arrivals begin sees its own target passed.
-    ///
-    /// # Safety
-    ///
-    /// [`Transport::barrier`]'s.
-    unsafe fn counter_barrier(
-        &self,
-        q: &SimQueue,
-        b: &BarrierSpec,
-        what: &dyn fmt::Display,
-    ) -> Result<(), TransportError> {
         let n = b.size;
         if n <= 1 {
             return Ok(());
         }
         let (first, target) = (b.pe(0), b.epoch * u64::from(n));
+        let word = self.at(first, b.arrive);
+        // SAFETY: the arrival and release words are aligned 64-bit words of a mapped segment
+        // (checked by the core), and accessed only atomically.
+        let (count, sleepers) = unsafe {
+            (
+                &*word.cast::<AtomicU64>(),
+                &*self.at(first, b.release).cast::<AtomicU64>(),
+            )
+        };
+        // The low half of the count: a futex word that changes with every arrival.
+        let low = if cfg!(target_endian = "little") {
+            word
+        } else {
+            word.wrapping_add(4)
+        };
+        // SAFETY: as above; 4-byte aligned inside the word.
+        let low = unsafe { &*low.cast::<AtomicU32>() };
         // SAFETY: the first member is a PE of the instance; the word is aligned and in bounds.
         let before = unsafe { self.atomic(q, first, b.arrive, Width::W64, AmoOp::Add(1)) }?;
         if before + 1 >= target {
+            if before + 1 == target && sleepers.load(Ordering::SeqCst) != 0 {
+                // `i32::MAX`, not `u32::MAX`: the kernel reads the count as a signed int.
+                let _ = rustix::thread::futex::wake(
+                    low,
+                    rustix::thread::futex::Flags::empty(),
+                    i32::MAX as u32,
+                );
+            }
             return Ok(());
         }
-        let word = self.at(first, b.arrive);
         wait_until(
-            self.control(first),
-            Watch {
-                at_least: Some(target),
-                ..Watch::word(b.arrive, Width::W64)
+            Sleep::Futex {
+                word: low,
+                sleepers,
             },
             self.shared.phases,
             &*self.shared.watchdog,
             what,
-            // SAFETY: an aligned word of a mapped segment (checked by the core).
-            &mut || Ok(unsafe { access::load(word, Width::W64) } >= target),
+            &mut || Ok(count.load(Ordering::SeqCst) >= target),
         )
     }
 
@@ -773,7 +786,7 @@ impl Transport for SimTransport {
                 rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
                 rustix::mm::MapFlags::SHARED | rustix::mm::MapFlags::FIXED,
                 &self.shared.object,
-                (self.my_pe as usize * self.stride + offset) as u64,
+                (seg as usize - self.controls.as_ptr() as usize) as u64,
             )
         }
         .map_err(|e| TransportError::os("mapping the segment over static data", e))?;
@@ -1251,8 +1264,7 @@ impl Transport for SimTransport {
         pred: &mut dyn FnMut() -> Result<bool, TransportError>,
     ) -> Result<(), TransportError> {
         wait_until(
-            self.control(self.my_pe),
-            watch,
+            Sleep::Control(self.control(self.my_pe), watch),
             self.shared.phases,
             &*self.shared.watchdog,
             what,

@@ -2,6 +2,7 @@
 //! segment's futex, as the resolved [`WaitPhases`] say.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use shmem_backend::{TransportError, Watch, Watchdog};
@@ -9,10 +10,23 @@ use shmem_backend::{TransportError, Watch, Watchdog};
 use crate::control::Control;
 use crate::settings::WaitPhases;
 
+/// Where a waiter sleeps once it has spun and yielded.
+pub(crate) enum Sleep<'a> {
+    /// On a segment's control block, watching part of the segment: writers there wake it.
+    Control(&'a Control, Watch),
+    /// On a 32-bit word that changes whenever the condition may have changed; the writer that
+    /// makes the condition hold wakes every sleeper (a `futex` wake) if `sleepers`, which each
+    /// sleeper counts itself in with a sequentially consistent add before it reads the word,
+    /// is not zero after its own sequentially consistent update.
+    Futex {
+        word: &'a AtomicU32,
+        sleepers: &'a AtomicU64,
+    },
+}
+
 /// Blocks until `pred` holds or fails, or the watchdog ends the wait.
 pub(crate) fn wait_until(
-    control: &Control,
-    watch: Watch,
+    sleep: Sleep<'_>,
     phases: WaitPhases,
     watchdog: &dyn Watchdog,
     what: &dyn fmt::Display,
@@ -55,19 +69,44 @@ pub(crate) fn wait_until(
             return shmem_backend::sync::settle(e, pred);
         }
         let mut failed = None;
-        control.sleep(
-            watch.offset,
-            watch.len,
-            watch.at_least,
-            phases.sleep_chunk,
-            &mut || match pred() {
-                Ok(done) => !done,
-                Err(e) => {
-                    failed = Some(e);
-                    false
+        let mut still_waiting = || match pred() {
+            Ok(done) => !done,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        };
+        match sleep {
+            Sleep::Control(control, watch) => control.sleep(
+                watch.offset,
+                watch.len,
+                watch.at_least,
+                phases.sleep_chunk,
+                &mut still_waiting,
+            ),
+            Sleep::Futex { word, sleepers } => {
+                // Either the writer sees this sleeper counted, or this sleeper sees the write.
+                // The word is read before the condition: a change in between fails the wait
+                // at once (EAGAIN), and a wake after it finds this thread queued.
+                sleepers.fetch_add(1, Ordering::SeqCst);
+                let seen = word.load(Ordering::SeqCst);
+                if still_waiting() {
+                    let chunk = phases.sleep_chunk;
+                    let ts = rustix::time::Timespec {
+                        tv_sec: chunk.as_secs() as i64,
+                        tv_nsec: i64::from(chunk.subsec_nanos()),
+                    };
+                    // A shared futex: the word lies in memory shared between processes.
+                    let _ = rustix::thread::futex::wait(
+                        word,
+                        rustix::thread::futex::Flags::empty(),
+                        seen,
+                        Some(&ts),
+                    );
                 }
-            },
-        );
+                sleepers.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
         if let Some(e) = failed {
             return Err(e);
         }

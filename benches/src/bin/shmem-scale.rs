@@ -84,8 +84,8 @@ impl<S: tracing::Subscriber> Layer<S> for Joined {
     }
 }
 
-/// A PE's private memory plus page tables, in KiB.
-fn memory_kib() -> u64 {
+/// A PE's private memory and its page tables, in KiB.
+fn memory_kib() -> (u64, u64) {
     let field = |text: &str, name: &str| -> u64 {
         text.lines()
             .filter(|l| l.starts_with(name))
@@ -94,7 +94,7 @@ fn memory_kib() -> u64 {
     };
     let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    field(&rollup, "Private_") + field(&status, "VmPTE:")
+    (field(&rollup, "Private_"), field(&status, "VmPTE:"))
 }
 
 fn pe_main(t0_ns: u128) -> Result<(), shmem::Error> {
@@ -125,19 +125,20 @@ fn pe_main(t0_ns: u128) -> Result<(), shmem::Error> {
     inst.team_world().alltoall(dst.as_slice(), src.as_slice())?;
     inst.barrier_all()?;
     let alltoall = t.elapsed();
-    let memory = memory_kib();
+    let (private, pte) = memory_kib();
     let t = Instant::now();
     inst.finalize()?;
     let finalize = t.elapsed();
     let s = |d: Duration| d.as_secs_f64();
     println!(
-        "{MARK} spawn={} bootstrap={} segments={} barrier={} alltoall={} finalize={} memory_kib={memory}",
+        "{MARK} spawn={} bootstrap={} segments={} barrier={} alltoall={} finalize={} memory_kib={} private_kib={private} pte_kib={pte}",
         entered_ns.saturating_sub(t0_ns) as f64 * 1e-9,
         s(joined - entered),
         s(ready - joined),
         s(barriers) / BARRIERS as f64,
         s(alltoall),
         s(finalize),
+        private + pte,
     );
     Ok(())
 }
@@ -214,6 +215,8 @@ fn driver(args: &Args) -> Result<(), String> {
         ("alltoall", "alltoall 1 KiB (ms)", 1e3),
         ("finalize", "finalize (s)", 1.0),
         ("memory_kib", "memory/PE (MiB)", 1.0 / 1024.0),
+        ("private_kib", "of which private", 1.0 / 1024.0),
+        ("pte_kib", "page tables", 1.0 / 1024.0),
     ];
     let mut head = vec!["PEs", "job (s)"];
     head.extend(phases.iter().map(|p| p.1));
