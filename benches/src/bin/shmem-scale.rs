@@ -2,10 +2,15 @@
 //! by phase, and the ring job's time beside another build's (the parent commit's, for example).
 //!
 //! ```text
-//! cargo build --release -p shmem-benches -p shmem-sim --example ring
+//! cargo build --release -p shmem-benches -p shmem-sim -p shmem --example ring
 //! target/release/shmem-scale --pes 64,256,1024
-//! target/release/shmem-scale --pes 1024 --ab /tmp/parent --pairs 3
+//! target/release/shmem-scale --pes 1024 --ab OTHER/target/release --pairs 3
+//! target/release/shmem-scale --create 4 --ab OTHER/target/release --pairs 9
 //! ```
+//!
+//! With `--create N`, it times instead the creation and finalisation of one more instance
+//! (instance 1, self-launched on a loopback port) on every PE of an `N`-PE job, 20 times per
+//! job, beside the same program built against another library (`--ab`).
 //!
 //! Each PE times its own phases and prints them after finalize; the driver reports, per phase,
 //! the slowest PE (a collective phase ends when its last PE does) and the median PE. `spawn`
@@ -35,6 +40,10 @@ const BARRIERS: usize = 100;
 const ALLTOALL: usize = 1024;
 /// Marks a PE's result line.
 const MARK: &str = "shmem-scale:";
+/// Set for the PEs of a `--create` job: the first of the ports instance 1 may use.
+const CREATE: &str = "SHMEM_SCALE_CREATE_PORTS";
+/// Instances created and finalised per `--create` job.
+const CREATES: usize = 20;
 
 #[derive(Parser, Debug)]
 #[command(about = "Start-up, barrier, alltoall, finalize and memory per PE as the PEs grow")]
@@ -52,6 +61,10 @@ struct Args {
     /// Give up on a job after this many seconds (the parent's 1,024-PE ring took minutes).
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    /// Time creating and finalising an instance on every PE of a job of this many PEs
+    /// instead of the sweep.
+    #[arg(long)]
+    create: Option<u32>,
 }
 
 fn now_ns() -> u128 {
@@ -95,6 +108,29 @@ fn memory_kib() -> (u64, u64) {
     let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     (field(&rollup, "Private_"), field(&status, "VmPTE:"))
+}
+
+/// A `--create` job's PE: creates and finalises instance 1 `CREATES` times, all PEs together,
+/// and prints the mean time of one creation and finalisation (PE 0's clock, from a barrier
+/// before the first to a barrier after the last).
+fn create_main(first_port: u16) -> Result<(), shmem::Error> {
+    let world = Instance::from_env()?;
+    let (me, n) = (world.my_pe(), world.n_pes());
+    let range = format!("{first_port}:{}", first_port + 64);
+    world.barrier_all()?;
+    let t = Instant::now();
+    for _ in 0..CREATES {
+        let mut a = shmem::Attributes::new(me, n, "tcp://127.0.0.1:0", 2 << 20);
+        a.instance_id = 1;
+        a.port_range = Some(range.clone());
+        Instance::init(&a)?.finalize()?;
+    }
+    world.barrier_all()?;
+    let each = t.elapsed().as_secs_f64() / CREATES as f64;
+    if me == 0 {
+        println!("{MARK} create_finalize={each}");
+    }
+    world.finalize()
 }
 
 fn pe_main(t0_ns: u128) -> Result<(), shmem::Error> {
@@ -196,9 +232,58 @@ fn run(
     Ok((wall, String::from_utf8_lossy(&out.stdout).into_owned()))
 }
 
+/// `--create n`: this build's and the other's instance creation, interleaved.
+fn create_ab(args: &Args, n: u32, dir: &Path) -> Result<(), String> {
+    let other = args.ab.as_deref().unwrap_or(dir);
+    let job = |d: &Path| -> Result<f64, String> {
+        let port = shmem_benches::harness::free_ports(65);
+        let out = Command::new(d.join("shmemrun"))
+            .args([
+                "-n",
+                &n.to_string(),
+                "--timeout",
+                &args.timeout.to_string(),
+                "--",
+            ])
+            .arg(d.join("shmem-scale"))
+            .env(CREATE, port.to_string())
+            .output()
+            .map_err(|e| format!("cannot start {}: {e}", d.display()))?;
+        let rows = parse(&String::from_utf8_lossy(&out.stdout));
+        match rows.first().and_then(|r| r.first()) {
+            Some((_, v)) if out.status.success() => Ok(*v),
+            _ => Err(format!(
+                "the create job of {} failed ({}):\n{}",
+                d.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )),
+        }
+    };
+    let (mut mine, mut theirs, mut ratios) = (vec![], vec![], vec![]);
+    for _ in 0..args.pairs {
+        let (a, b) = (job(dir)?, job(other)?);
+        mine.push(a);
+        theirs.push(b);
+        ratios.push(a / b);
+    }
+    println!(
+        "create + finalize one instance on all {n} PEs ({CREATES} per job, {} interleaved pairs of jobs): this build {:.3} ms, {} {:.3} ms, this/other {:.3} (median of the pairs)",
+        args.pairs,
+        median(&mut mine) * 1e3,
+        other.display(),
+        median(&mut theirs) * 1e3,
+        median(&mut ratios)
+    );
+    Ok(())
+}
+
 fn driver(args: &Args) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dir = exe.parent().ok_or("the program has no directory")?;
+    if let Some(n) = args.create {
+        return create_ab(args, n, dir);
+    }
     let shmemrun = dir.join("shmemrun");
     println!(
         "shmem-scale: SHMEM_PROFILE={}, SHMEM_SYMMETRIC_SIZE={}, wait policy {}, {} CPUs; per phase the slowest PE / the median PE",
@@ -285,6 +370,15 @@ fn driver(args: &Args) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    if let Some(port) = std::env::var(CREATE).ok().and_then(|v| v.parse().ok()) {
+        return match create_main(port) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("shmem-scale PE: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Some(t0) = std::env::var(T0).ok().and_then(|v| v.parse().ok()) {
         return match pe_main(t0) {
             Ok(()) => ExitCode::SUCCESS,

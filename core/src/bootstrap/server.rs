@@ -23,6 +23,7 @@ use std::io::{self, ErrorKind};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -64,6 +65,8 @@ pub(crate) struct ServerHandle {
     /// Write end of the stop pipe; closing it wakes the loop with a hang-up.
     stop: Option<OwnedFd>,
     thread: Option<JoinHandle<()>>,
+    /// Disconnected when the server thread ends (its sender drops with the thread's closure).
+    ended: Receiver<()>,
 }
 
 /// A failure of the server's setup: `what` went wrong.
@@ -83,24 +86,32 @@ impl ServerHandle {
             .map_err(setup("cannot be made non-blocking"))?;
         let flags = rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK;
         let (stop_rx, stop_tx) = rustix::pipe::pipe_with(flags).map_err(setup("has no pipe"))?;
+        let (ending, ended) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name(format!("shmem-bootstrap-{}", p.instance_id))
             .stack_size(256 << 10)
-            .spawn(move || Server::new(l, stop_rx, p).run())
+            .spawn(move || {
+                let _ending = ending;
+                Server::new(l, stop_rx, p).run()
+            })
             .map_err(setup("thread cannot start"))?;
         let (stop, thread) = (Some(stop_tx), Some(thread));
-        Ok(ServerHandle { stop, thread })
+        Ok(ServerHandle {
+            stop,
+            thread,
+            ended,
+        })
     }
 
     /// Gives the server up to `grace` to end on its own, then stops it (closing every
     /// connection and the listener) and joins its thread. True if it ended on its own.
     pub(crate) fn stop(&mut self, grace: Duration) -> bool {
-        let start = Instant::now();
-        let running = |h: &ServerHandle| !h.thread.as_ref().is_none_or(JoinHandle::is_finished);
-        while running(self) && start.elapsed() < grace {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        let ended = !running(self);
+        // The channel disconnects as the thread ends (its sender drops), which ends the wait.
+        let ended = self.thread.is_none()
+            || matches!(
+                self.ended.recv_timeout(grace),
+                Err(RecvTimeoutError::Disconnected)
+            );
         drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();

@@ -53,8 +53,9 @@ fn reply_grace(t: Duration) -> Duration {
     Duration::from_secs(1) + t / 10
 }
 
-/// Retry pause bounds while the server is not reachable yet.
-const RETRY_MIN: Duration = Duration::from_millis(1);
+/// Retry pause bounds while the server is not reachable yet (a refused loopback connect costs
+/// microseconds, so the first retries come soon: PE 0 usually listens within a millisecond).
+const RETRY_MIN: Duration = Duration::from_micros(100);
 const RETRY_MAX: Duration = Duration::from_millis(10);
 /// Longest single connect() attempt, so that a list of addresses is worked through.
 const CONNECT_ATTEMPT_MAX: Duration = Duration::from_secs(2);
