@@ -451,14 +451,9 @@ impl SimTransport {
         let old = unsafe { access::amo(self.at(pe, offset), width, op) };
         if op.writes() {
             // The sequentially consistent read-modify-write orders the update before the check
-            // for sleepers.
-            let ctl = self.control(pe);
-            match op {
-                AmoOp::Add(v) => {
-                    ctl.notify_word(None, offset, width.bytes(), old.wrapping_add(v), true)
-                }
-                _ => ctl.notify_rmw(offset, width.bytes()),
-            }
+            // for sleepers. (The core's counts that sleepers watch for a value are updated by
+            // signals, which wake precisely; an atomic wakes whoever watches the word.)
+            self.control(pe).notify_rmw(offset, width.bytes());
         }
         old
     }
