@@ -50,10 +50,50 @@ fn shmem_bench_smoke_runs_every_measurement() {
         "atomic_fetch_add",
         "broadcast",
         "switch the active instance",
+        "put beside memcpy",
     ] {
         assert!(
             stdout.contains(row),
             "the smoke run's tables have no `{row}` row:\n{stdout}"
         );
+    }
+}
+
+/// `shmem-scale` in CI: the per-phase sweep and the create + finalize comparison run on a few
+/// PEs (against this same build) and report every column. Its figures are not checked.
+#[test]
+fn shmem_scale_reports_every_phase() {
+    release_build(&["-p", "shmem-sim", "--bin", "shmemrun"]);
+    let dir = release_build(&["-p", "shmem-benches", "--bin", "shmem-scale"]);
+    let scale = dir.join("shmem-scale");
+    // `shmemrun --timeout` (the driver passes it) is the watchdog of every job it starts.
+    for args in [
+        &["--pes", "2,4", "--timeout", "120"][..],
+        &["--create", "2", "--pairs", "1", "--timeout", "120"],
+    ] {
+        let out = Command::new(&scale)
+            .args(args)
+            .env("SHMEM_TIMEOUT", "60")
+            .output()
+            .expect("shmem-scale starts");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "shmem-scale {args:?} failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let want: &[&str] = match args[0] {
+            "--pes" => &["spawn", "segments + init", "alltoall 1 KiB", "page tables"],
+            _ => &["create + finalize one instance on all 2 PEs", "this/other"],
+        };
+        for w in want {
+            assert!(stdout.contains(w), "no `{w}` in:\n{stdout}");
+        }
+        if args[0] == "--pes" {
+            let rows = stdout
+                .lines()
+                .filter(|l| l.starts_with("2 ") || l.starts_with("4 "));
+            assert_eq!(rows.count(), 2, "a row per PE count:\n{stdout}");
+        }
     }
 }

@@ -370,28 +370,21 @@ fn driver(args: &Args) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    if let Some(port) = std::env::var(CREATE).ok().and_then(|v| v.parse().ok()) {
-        return match create_main(port) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("shmem-scale PE: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if let Some(t0) = std::env::var(T0).ok().and_then(|v| v.parse().ok()) {
-        return match pe_main(t0) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("shmem-scale PE: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    match driver(&Args::parse()) {
+    let env = |k: &str| std::env::var(k).ok();
+    let (who, result) = if let Some(port) = env(CREATE).and_then(|v| v.parse().ok()) {
+        (
+            "shmem-scale PE",
+            create_main(port).map_err(|e| e.to_string()),
+        )
+    } else if let Some(t0) = env(T0).and_then(|v| v.parse().ok()) {
+        ("shmem-scale PE", pe_main(t0).map_err(|e| e.to_string()))
+    } else {
+        ("shmem-scale", driver(&Args::parse()))
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("shmem-scale: {e}");
+            eprintln!("{who}: {e}");
             ExitCode::FAILURE
         }
     }
