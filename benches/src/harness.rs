@@ -1,5 +1,6 @@
 //! What the benchmark programs and their tests share beyond measuring: free loopback ports for
-//! the jobs they start, and the release build the tests measure.
+//! the jobs they start, the release build the tests measure, and this process's own figures
+//! from `/proc`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -43,4 +44,16 @@ pub fn release_build(packages: &[&str]) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     target.join("release")
+}
+
+/// The sum of the `name` fields (in KiB) of `/proc/self/<file>`: every line that starts with
+/// `name` counts, so `proc_kib("smaps_rollup", "Private_")` adds the clean and dirty private
+/// memory. 0 when the file cannot be read.
+pub fn proc_kib(file: &str, name: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/{file}"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with(name))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum()
 }

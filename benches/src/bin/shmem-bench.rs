@@ -102,14 +102,7 @@ fn main() -> ExitCode {
 const RANGE_VAR: &str = "SHMEM_BENCH_PORT_RANGE";
 
 fn rss_kib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0.0)
+    shmem_benches::harness::proc_kib("status", "VmRSS:") as f64
 }
 
 fn open_fds() -> f64 {

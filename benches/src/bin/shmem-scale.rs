@@ -26,6 +26,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use shmem::Instance;
+use shmem_benches::harness::proc_kib;
 use shmem_benches::stats::median;
 use shmem_benches::table::Table;
 use tracing::field::{Field, Visit};
@@ -99,15 +100,10 @@ impl<S: tracing::Subscriber> Layer<S> for Joined {
 
 /// A PE's private memory and its page tables, in KiB.
 fn memory_kib() -> (u64, u64) {
-    let field = |text: &str, name: &str| -> u64 {
-        text.lines()
-            .filter(|l| l.starts_with(name))
-            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .sum()
-    };
-    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    (field(&rollup, "Private_"), field(&status, "VmPTE:"))
+    (
+        proc_kib("smaps_rollup", "Private_"),
+        proc_kib("status", "VmPTE:"),
+    )
 }
 
 /// A `--create` job's PE: creates and finalises instance 1 `CREATES` times, all PEs together,
@@ -197,12 +193,14 @@ fn parse(stdout: &str) -> Vec<Row> {
         .collect()
 }
 
-/// Runs `shmemrun -n n -- program args`, returning its wall time and standard output.
+/// Runs `shmemrun -n n -- program args` with `env` set, returning its wall time and standard
+/// output.
 fn run(
     shmemrun: &Path,
     n: u32,
     program: &Path,
     args: &[&str],
+    env: (&str, String),
     timeout: u64,
 ) -> Result<(f64, String), String> {
     let t = Instant::now();
@@ -216,7 +214,7 @@ fn run(
         ])
         .arg(program)
         .args(args)
-        .env(T0, now_ns().to_string())
+        .env(env.0, env.1)
         .output()
         .map_err(|e| format!("cannot start {}: {e}", shmemrun.display()))?;
     let wall = t.elapsed().as_secs_f64();
@@ -236,27 +234,14 @@ fn run(
 fn create_ab(args: &Args, n: u32, dir: &Path) -> Result<(), String> {
     let other = args.ab.as_deref().unwrap_or(dir);
     let job = |d: &Path| -> Result<f64, String> {
-        let port = shmem_benches::harness::free_ports(65);
-        let out = Command::new(d.join("shmemrun"))
-            .args([
-                "-n",
-                &n.to_string(),
-                "--timeout",
-                &args.timeout.to_string(),
-                "--",
-            ])
-            .arg(d.join("shmem-scale"))
-            .env(CREATE, port.to_string())
-            .output()
-            .map_err(|e| format!("cannot start {}: {e}", d.display()))?;
-        let rows = parse(&String::from_utf8_lossy(&out.stdout));
-        match rows.first().and_then(|r| r.first()) {
-            Some((_, v)) if out.status.success() => Ok(*v),
-            _ => Err(format!(
-                "the create job of {} failed ({}):\n{}",
-                d.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
+        let port = shmem_benches::harness::free_ports(65).to_string();
+        let (shmemrun, program) = (d.join("shmemrun"), d.join("shmem-scale"));
+        let (_, stdout) = run(&shmemrun, n, &program, &[], (CREATE, port), args.timeout)?;
+        match parse(&stdout).first().and_then(|r| r.first()) {
+            Some((_, v)) => Ok(*v),
+            None => Err(format!(
+                "the create job of {} reported nothing",
+                d.display()
             )),
         }
     };
@@ -307,7 +292,14 @@ fn driver(args: &Args) -> Result<(), String> {
     head.extend(phases.iter().map(|p| p.1));
     let mut table = Table::new(&head);
     for &n in &args.pes {
-        let (wall, stdout) = run(&shmemrun, n, &exe, &[], args.timeout)?;
+        let (wall, stdout) = run(
+            &shmemrun,
+            n,
+            &exe,
+            &[],
+            (T0, now_ns().to_string()),
+            args.timeout,
+        )?;
         let rows = parse(&stdout);
         if rows.len() != n as usize {
             return Err(format!("{} of {n} PEs reported", rows.len()));
@@ -331,12 +323,10 @@ fn driver(args: &Args) -> Result<(), String> {
     print!("{}", table.render());
     if let Some(other) = &args.ab {
         let ring = dir.join("examples").join("ring");
-        let (o_run, o_ring) = (other.join("shmemrun"), other.join("examples").join("ring"));
-        let (o_run, o_ring) = if o_ring.exists() {
-            (o_run, o_ring)
-        } else {
-            (o_run, other.join("ring"))
-        };
+        let o_run = other.join("shmemrun");
+        let o_ring = Some(other.join("examples").join("ring"))
+            .filter(|p| p.exists())
+            .unwrap_or_else(|| other.join("ring"));
         println!(
             "\n`shmemrun -n N -- ring {BARRIERS}`: this build against {} ({} interleaved pairs)",
             other.display(),
@@ -351,8 +341,9 @@ fn driver(args: &Args) -> Result<(), String> {
         for &n in &args.pes {
             let (mut mine, mut theirs, mut ratios) = (vec![], vec![], vec![]);
             for _ in 0..args.pairs {
-                let a = run(&shmemrun, n, &ring, &["100"], args.timeout)?.0;
-                let b = run(&o_run, n, &o_ring, &["100"], args.timeout)?.0;
+                let t0 = || (T0, now_ns().to_string());
+                let a = run(&shmemrun, n, &ring, &["100"], t0(), args.timeout)?.0;
+                let b = run(&o_run, n, &o_ring, &["100"], t0(), args.timeout)?.0;
                 mine.push(a);
                 theirs.push(b);
                 ratios.push(a / b);
