@@ -15,6 +15,7 @@
 //! [`server`]: super::server
 
 use std::collections::HashMap;
+use std::fmt;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -311,13 +312,13 @@ impl StoreBootstrap {
             server: Mutex::new(None),
             finalized: AtomicBool::new(false),
         };
-        match client.request(hello, "the greeting", deadline)? {
+        match client.request(hello, &"the greeting", deadline)? {
             Reply::Accept => Ok(client),
             Reply::Refuse(reason, m) => {
                 let m = format!("the bootstrap server {url} refused this PE: {m}");
                 Err(BootstrapError::new(Kind::Refused(reason), m))
             }
-            other => Err(client.unexpected("the greeting", &other)),
+            other => Err(client.unexpected(&"the greeting", &other)),
         }
     }
 
@@ -326,7 +327,7 @@ impl StoreBootstrap {
     fn request(
         &self,
         msg: &impl Serialize,
-        what: &str,
+        what: &dyn fmt::Display,
         deadline: Option<Instant>,
     ) -> Result<Reply, BootstrapError> {
         let started = Instant::now();
@@ -374,7 +375,7 @@ impl StoreBootstrap {
     }
 
     /// Writes a whole frame; a failure or the send timeout leaves the connection unusable.
-    fn send(&self, buf: &[u8], what: &str) -> Result<(), BootstrapError> {
+    fn send(&self, buf: &[u8], what: &dyn fmt::Display) -> Result<(), BootstrapError> {
         let _w = lock(&self.write);
         let mut off = 0;
         while off < buf.len() {
@@ -392,7 +393,7 @@ impl StoreBootstrap {
         Ok(())
     }
 
-    fn unexpected(&self, what: &str, r: &Reply) -> BootstrapError {
+    fn unexpected(&self, what: &dyn fmt::Display, r: &Reply) -> BootstrapError {
         let url = &self.shared.url;
         BootstrapError::protocol(format!("unexpected reply to {what} from {url}: {r:?}"))
     }
@@ -414,10 +415,12 @@ impl StoreBootstrap {
         }
         let mut seq = lock(&self.seq);
         *seq += 1;
-        let what = match *seq {
-            1 => what.to_owned(),
-            n => format!("{what} (collective #{n})"),
-        };
+        if self.n_pes == 1 {
+            // Nothing to meet: the PE's own contribution is the whole result.
+            return Ok(data.map(|d| vec![d.to_vec()]).unwrap_or_default());
+        }
+        // Named in errors only, so formatted only for them.
+        let what = Numbered { what, seq: *seq };
         let req = match data {
             None => Request::Barrier(*seq),
             Some(d) => Request::Allgather(*seq, Blob(d.to_vec())),
@@ -434,9 +437,9 @@ impl StoreBootstrap {
     /// Says goodbye: the next close of this connection is not a loss.
     pub(crate) fn bye(&self, deadline: Option<Instant>) -> Result<(), BootstrapError> {
         let _seq = lock(&self.seq);
-        match self.request(&Request::Bye, "goodbye", deadline)? {
+        match self.request(&Request::Bye, &"goodbye", deadline)? {
             Reply::Done => Ok(()),
-            r => Err(self.unexpected("goodbye", &r)),
+            r => Err(self.unexpected(&"goodbye", &r)),
         }
     }
 
@@ -473,7 +476,7 @@ impl Bootstrap for StoreBootstrap {
     /// while another thread of this PE is blocked in a request.
     fn global_exit(&self, status: i32) {
         let (pe, deadline) = (self.my_pe, Instant::now().checked_add(self.op_timeout));
-        if let Err(e) = self.request(&Request::Exit(status), "global_exit", deadline) {
+        if let Err(e) = self.request(&Request::Exit(status), &"global_exit", deadline) {
             tracing::debug!(
                 pe,
                 "bootstrap: global_exit({status}) did not reach the server: {e}"
@@ -506,5 +509,21 @@ impl Drop for StoreBootstrap {
             drop(lock(&self.server).take());
         }
         self.close();
+    }
+}
+
+/// A collective as errors name it: `what`, with its number in this PE's sequence after the
+/// first.
+struct Numbered<'a> {
+    what: &'a str,
+    seq: u64,
+}
+
+impl fmt::Display for Numbered<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.seq {
+            1 => f.write_str(self.what),
+            n => write!(f, "{} (collective #{n})", self.what),
+        }
     }
 }
