@@ -1,8 +1,7 @@
 //! The per-call instruction gate: callgrind counts the instructions of one call, on one PE, in
 //! a release build, through the Rust API (`shmem-calls`), the OpenSHMEM C ABI
 //! (`benches/c/osh_calls.c`) and CANN's C ABI (`benches/c/cann_calls.cpp`), and the test fails
-//! when a count grows more than 3% over the committed baseline (`benches/instructions.txt`;
-//! 10% for allocation and team split, which wait on the bootstrap's server thread).
+//! when a count grows more than 3% over the committed baseline (`benches/instructions.txt`).
 //! Counts repeat exactly from run to run, unlike times on a shared VM.
 //!
 //! A count is `(Ir(2N calls) - Ir(N calls)) / N` inside the loop function alone (callgrind's
@@ -27,9 +26,6 @@ use shmem_benches::harness::{free_ports, release_build};
 const N: u64 = 1000;
 /// The growth over the baseline that fails the gate.
 const TOLERANCE: f64 = 1.03;
-/// The same for allocation and team split, whose counts include waits on the bootstrap's server
-/// thread and vary by a few percent from run to run even as the least of three.
-const WAITING_TOLERANCE: f64 = 1.10;
 const BASELINE: &str = "instructions.txt";
 /// The Rust API's counts of the data path when issue 13 was taken up (commit 5d21d37).
 const START: [(&str, i64); 4] = [("put", 184), ("get", 121), ("fetch_add", 73), ("add", 70)];
@@ -120,22 +116,15 @@ fn work_dir() -> PathBuf {
     .clone()
 }
 
-/// Instructions per call of `op`, less the empty loop's. Allocation and team split wait for
-/// the bootstrap's server thread, and how often a wait re-checks depends on timing, so their
-/// count is the least of three measurements.
+/// Instructions per call of `op`, less the empty loop's. (On one PE no call waits for another
+/// thread, so the counts repeat exactly.)
 fn per_call(rel: &Path, program: &Path, launched: bool, symbol: &str, op: &str) -> i64 {
     let one = |op: &str| {
         let short = loop_instructions(rel, program, launched, symbol, op, N);
         let long = loop_instructions(rel, program, launched, symbol, op, 2 * N);
         long.saturating_sub(short) as f64 / N as f64
     };
-    let reps = if matches!(op, "malloc_free" | "team_split") {
-        3
-    } else {
-        1
-    };
-    let best = (0..reps).map(|_| one(op)).fold(f64::INFINITY, f64::min);
-    (best - one("none")).round() as i64
+    (one(op) - one("none")).round() as i64
 }
 
 /// Compiles `source` (relative to this package) with `tool` into `dir`.
@@ -224,12 +213,7 @@ fn instructions_per_call_do_not_grow() {
         };
         let change = (count - base) as f64 / base.max(1) as f64 * 100.0;
         println!("{api:>5} {op:<16} {base:>8} {count:>6} {change:>+6.1}%");
-        let tolerance = if matches!(op.as_str(), "malloc_free" | "team_split") {
-            WAITING_TOLERANCE
-        } else {
-            TOLERANCE
-        };
-        if count as f64 > (base as f64 * tolerance).ceil() {
+        if count as f64 > (base as f64 * TOLERANCE).ceil() {
             grown.push(format!(
                 "{api} {op}: {count} instructions per call, {change:+.1}% over the baseline {base}"
             ));

@@ -92,6 +92,20 @@ impl CtxRef<'_> {
     /// operations for a target held as a handle.
     #[inline(always)]
     pub fn atomic_at<T: AmoType>(&self, addr: *const T, op: AmoOp, pe: Pe) -> Result<T> {
+        if let Some(off) = self.amo_at_once(addr, op, pe) {
+            let (f, q) = (self.inst.fabric(), self.inst.default_queue());
+            // SAFETY: `amo_at_once` checked the PE and the aligned in-bounds word.
+            if let Some(old) = unsafe { f.atomic_at_once(q, pe, off, T::WIDTH, op) } {
+                return Ok(T::from_bits(old));
+            }
+        }
+        self.atomic_at_checked(addr, std::hint::black_box(op), pe)
+    }
+
+    /// [`CtxRef::atomic_at`] checked step by step, on any queue.
+    #[cold]
+    #[inline(never)]
+    fn atomic_at_checked<T: AmoType>(self, addr: *const T, op: AmoOp, pe: Pe) -> Result<T> {
         let (pe, off) = self.amo_target(addr, op, pe)?;
         // SAFETY: the PE and the aligned in-bounds word were checked above.
         let old = unsafe {
@@ -106,6 +120,20 @@ impl CtxRef<'_> {
     /// returns, until the next fence or quiet of the context (as a blocking put).
     #[inline(always)]
     pub fn atomic_post_at<T: AmoType>(&self, addr: *const T, op: AmoOp, pe: Pe) -> Result<()> {
+        if let Some(off) = self.amo_at_once(addr, op, pe) {
+            let (f, q) = (self.inst.fabric(), self.inst.default_queue());
+            // SAFETY: `amo_at_once` checked the PE and the aligned in-bounds word.
+            if unsafe { f.atomic_post_at_once(q, pe, off, T::WIDTH, op) } {
+                return Ok(());
+            }
+        }
+        self.atomic_post_at_checked(addr, std::hint::black_box(op), pe)
+    }
+
+    /// [`CtxRef::atomic_post_at`] checked step by step, on any queue.
+    #[cold]
+    #[inline(never)]
+    fn atomic_post_at_checked<T: AmoType>(self, addr: *const T, op: AmoOp, pe: Pe) -> Result<()> {
         let (pe, off) = self.amo_target(addr, op, pe)?;
         // SAFETY: the PE and the aligned in-bounds word were checked above.
         unsafe {
@@ -113,6 +141,21 @@ impl CtxRef<'_> {
                 .fabric()
                 .atomic_post(self.queue(), pe, off, T::WIDTH, op)
         }
+    }
+
+    /// The heap offset of an atomic's target when the atomic is the common case the data path
+    /// handles inline: an operation the type allows, host atomics, the default context of a
+    /// live instance, a PE of it, an aligned word in the heap. `None` leaves the call to the
+    /// general path, which names what failed.
+    #[inline(always)]
+    fn amo_at_once<T: AmoType>(&self, addr: *const T, op: AmoOp, pe: Pe) -> Option<usize> {
+        let w = T::WIDTH.bytes();
+        if !(T::allows(op) && self.inst.inner.caps.host_atomics && self.is_plain_target(pe)) {
+            return None;
+        }
+        self.inst
+            .heap_offset_of(addr.cast(), w)
+            .filter(|off| off.is_multiple_of(w))
     }
 
     /// The instance PE and the segment offset of an atomic's target, checked.
@@ -181,6 +224,34 @@ impl<T: AmoType> SymElem<'_, T> {
     // `match` on it folds away.
     #[inline(always)]
     fn amo(&self, pe: Pe, op: AmoOp) -> Result<T> {
+        if self.at_once(pe) {
+            let (f, q) = (self.ctx.inst.fabric(), self.ctx.inst.default_queue());
+            // SAFETY: `at_once` checked the PE and the aligned in-bounds word.
+            let old = unsafe { f.atomic_at_once(q, pe, self.offset, T::WIDTH, op) };
+            if let Some(old) = old {
+                return Ok(T::from_bits(old));
+            }
+        }
+        self.amo_checked(pe, std::hint::black_box(op))
+    }
+
+    /// Whether an atomic on the element at `pe` is the common case the data path handles
+    /// inline: host atomics, the default context of a live instance, a PE of it, an aligned
+    /// word of the element's own instance inside its heap. Anything else takes the general
+    /// path, which checks each condition and names the one that failed.
+    #[inline(always)]
+    fn at_once(&self, pe: Pe) -> bool {
+        let inst = self.ctx.inst;
+        inst.inner.caps.host_atomics
+            && self.ctx.is_plain_target(pe)
+            && self.offset.is_multiple_of(T::WIDTH.bytes())
+            && inst.holds(self.home, self.offset, T::WIDTH.bytes())
+    }
+
+    /// [`SymElem::amo`] checked step by step, on any queue.
+    #[cold]
+    #[inline(never)]
+    fn amo_checked(&self, pe: Pe, op: AmoOp) -> Result<T> {
         self.ctx
             .inst
             .require(|c| c.host_atomics, "remote atomics issued by the host")?;
@@ -200,6 +271,20 @@ impl<T: AmoType> SymElem<'_, T> {
     /// returns, until the next fence or quiet of the context (as a blocking put).
     #[inline(always)]
     fn amo_post(&self, pe: Pe, op: AmoOp) -> Result<()> {
+        if self.at_once(pe) {
+            let (f, q) = (self.ctx.inst.fabric(), self.ctx.inst.default_queue());
+            // SAFETY: `at_once` checked the PE and the aligned in-bounds word.
+            if unsafe { f.atomic_post_at_once(q, pe, self.offset, T::WIDTH, op) } {
+                return Ok(());
+            }
+        }
+        self.amo_post_checked(pe, std::hint::black_box(op))
+    }
+
+    /// [`SymElem::amo_post`] checked step by step, on any queue.
+    #[cold]
+    #[inline(never)]
+    fn amo_post_checked(&self, pe: Pe, op: AmoOp) -> Result<()> {
         self.ctx
             .inst
             .require(|c| c.host_atomics, "remote atomics issued by the host")?;

@@ -126,11 +126,17 @@ impl<'a> CtxRef<'a> {
     /// team numbering) to the instance's.
     #[inline(always)]
     pub(crate) fn target(&self, pe: Pe) -> Result<Pe> {
-        // The common case, the default context of a live instance, with nothing to build.
-        if self.ctx.is_none() && pe < self.inst.inner.n_pes && self.inst.is_initialized() {
+        if self.is_plain_target(pe) {
             return Ok(pe);
         }
         self.target_checked(pe)
+    }
+
+    /// The common case of [`Ctx::target`], with nothing to translate: the default context of a
+    /// live instance and one of its PEs.
+    #[inline(always)]
+    pub(crate) fn is_plain_target(&self, pe: Pe) -> bool {
+        self.ctx.is_none() && pe < self.inst.inner.n_pes && self.inst.is_initialized()
     }
 
     #[cold]

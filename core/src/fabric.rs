@@ -370,6 +370,106 @@ impl Fabric {
         })?)
     }
 
+    /// A put of host bytes performed inline when the transport can complete it at once on `q`
+    /// (the simulator's plain queues outside strict mode); `false`, with nothing done,
+    /// otherwise.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::put`]'s.
+    #[inline(always)]
+    pub(crate) unsafe fn put_at_once(&self, q: &Queue, pe: Pe, dst: usize, src: &[u8]) -> bool {
+        match (self, q) {
+            // SAFETY: forwarded.
+            (Fabric::Sim(t), Queue::Sim(q)) => unsafe { t.put_at_once(q, pe, dst, src) },
+            #[cfg(not(feature = "stand-in"))]
+            _ => false,
+        }
+    }
+
+    /// A get into `len` host bytes at `dst` performed inline, as [`Fabric::put_at_once`].
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::get`]'s, with `dst..dst + len` writable.
+    #[inline(always)]
+    pub(crate) unsafe fn get_at_once(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        src: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> bool {
+        match (self, q) {
+            // SAFETY: forwarded.
+            (Fabric::Sim(t), Queue::Sim(q)) => unsafe { t.get_at_once(q, pe, src, dst, len) },
+            #[cfg(not(feature = "stand-in"))]
+            _ => false,
+        }
+    }
+
+    /// The quiet performed inline when the transport completes it with a fence on `q`;
+    /// `false`, with nothing done, otherwise.
+    #[inline(always)]
+    pub(crate) fn quiet_at_once(&self, q: &Queue) -> bool {
+        match (self, q) {
+            (Fabric::Sim(t), Queue::Sim(q)) => t.quiet_at_once(q),
+            #[cfg(not(feature = "stand-in"))]
+            _ => false,
+        }
+    }
+
+    /// The atomic performed inline when the transport can complete it at once on `q` (the
+    /// simulator's plain queues outside strict mode), else `None` with nothing done.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::atomic`]'s.
+    #[inline(always)]
+    pub(crate) unsafe fn atomic_at_once(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+    ) -> Option<u64> {
+        match (self, q) {
+            // SAFETY: forwarded.
+            (Fabric::Sim(t), Queue::Sim(q)) => unsafe {
+                t.atomic_at_once(q, pe, offset, width, op)
+            },
+            #[cfg(not(feature = "stand-in"))]
+            _ => None,
+        }
+    }
+
+    /// [`Fabric::atomic_at_once`] for an atomic whose old value is not wanted: `false` when
+    /// nothing was done.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::atomic_post`]'s.
+    #[inline(always)]
+    pub(crate) unsafe fn atomic_post_at_once(
+        &self,
+        q: &Queue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+    ) -> bool {
+        match (self, q) {
+            // SAFETY: forwarded.
+            (Fabric::Sim(t), Queue::Sim(q)) => unsafe {
+                t.atomic_post_at_once(q, pe, offset, width, op)
+            },
+            #[cfg(not(feature = "stand-in"))]
+            _ => false,
+        }
+    }
+
     /// # Safety
     ///
     /// [`Transport::atomic_post`]'s.

@@ -342,6 +342,12 @@ impl Instance {
         &self.inner.fabric
     }
 
+    /// The queue of the default context.
+    #[inline(always)]
+    pub(crate) fn default_queue(&self) -> &Queue {
+        &self.inner.queue
+    }
+
     /// Maps an error from a blocking operation, ending this PE if another PE ended the job.
     pub(crate) fn fail(&self, e: Error) -> Error {
         exit_if_job_ended(&e);
@@ -374,7 +380,17 @@ impl Instance {
     }
 
     /// Completes every operation issued on the default context.
+    #[inline]
     pub fn quiet(&self) -> Result<()> {
+        if self.is_initialized() && self.fabric().quiet_at_once(&self.inner.queue) {
+            return Ok(());
+        }
+        self.quiet_checked()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn quiet_checked(&self) -> Result<()> {
         self.check_live()?;
         self.fabric().quiet(&self.inner.queue)
     }
@@ -431,17 +447,28 @@ impl Instance {
     /// ([`Instance::init_with_static_data`]).
     #[inline(always)]
     pub fn offset_of(&self, addr: *const u8, len: usize) -> Option<usize> {
-        let heap = (addr as usize)
-            .checked_sub(self.heap_base() as usize)
-            .filter(|off| {
-                off.checked_add(len)
-                    .is_some_and(|end| end <= self.heap_size())
-            });
-        match (heap, &self.inner.statics) {
+        match (self.heap_offset_of(addr, len), &self.inner.statics) {
             (Some(off), _) => Some(off),
             (None, Some(w)) => w.offset_of(addr as usize, len),
             (None, None) => None,
         }
+    }
+
+    /// The heap offset of the symmetric address `addr`, if `len` bytes from it lie in the
+    /// heap.
+    #[inline(always)]
+    pub(crate) fn heap_offset_of(&self, addr: *const u8, len: usize) -> Option<usize> {
+        // An address below the heap wraps to an offset beyond it.
+        let off = (addr as usize).wrapping_sub(self.heap_base() as usize);
+        self.in_heap(off, len).then_some(off)
+    }
+
+    /// Whether `len` bytes at heap offset `offset` lie in the heap (without the overflowing
+    /// sum `offset + len`).
+    #[inline(always)]
+    pub(crate) fn in_heap(&self, offset: usize, len: usize) -> bool {
+        let size = self.heap_size();
+        offset <= size && len <= size - offset
     }
 
     /// Whether segment offsets `lo..hi` lie in the program's symmetric static data.

@@ -56,6 +56,16 @@ impl Instance {
         }
     }
 
+    /// Whether `len` bytes at heap offset `offset` of `home`'s memory lie in this instance's
+    /// heap: the common case of [`Instance::check_view`], tested inline by the data path.
+    #[inline(always)]
+    pub(crate) fn holds(&self, home: &Instance, offset: usize, len: usize) -> bool {
+        self.same(home)
+            && offset
+                .checked_add(len)
+                .is_some_and(|end| end <= self.heap_size())
+    }
+
     /// Checks that memory of instance `home` (a view's or an element's) is accessed through
     /// this instance: a handle belongs to the instance that allocated it, and the same offset
     /// in another instance's heap is other data (or that instance's collective scratch).
@@ -229,6 +239,35 @@ impl<'a> CtxRef<'a> {
         pe: Pe,
         nbi: bool,
     ) -> Result<()> {
+        if let Local::Host(bytes) = src
+            && self.is_plain_target(pe)
+            && self.inst.holds(home, dst, bytes.len())
+        {
+            let (f, q) = (self.inst.fabric(), self.inst.default_queue());
+            // SAFETY: the PE and the remote range were checked; a host source is readable.
+            if unsafe { f.put_at_once(q, pe, dst, bytes) } {
+                return Ok(());
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { self.put_at_checked(home, dst, src, pe, nbi) }
+    }
+
+    /// [`Ctx::put_at`] checked step by step, on any queue.
+    ///
+    /// # Safety
+    ///
+    /// [`Ctx::put_at`]'s.
+    #[cold]
+    #[inline(never)]
+    unsafe fn put_at_checked(
+        &self,
+        home: &Instance,
+        dst: usize,
+        src: Local<'_>,
+        pe: Pe,
+        nbi: bool,
+    ) -> Result<()> {
         let pe = self.target(pe)?;
         self.inst.check_view(home, dst, src.len())?;
         match src {
@@ -259,6 +298,37 @@ impl<'a> CtxRef<'a> {
     /// of this context.
     #[inline(always)]
     unsafe fn get_at(
+        &self,
+        home: &Instance,
+        src: usize,
+        dst: LocalMut<'_>,
+        pe: Pe,
+        nbi: bool,
+    ) -> Result<()> {
+        if let LocalMut::Host(bytes) = &dst
+            && self.is_plain_target(pe)
+            && self.inst.holds(home, src, bytes.len())
+        {
+            let (f, q) = (self.inst.fabric(), self.inst.default_queue());
+            let (at, len) = (bytes.as_ptr().cast_mut(), bytes.len());
+            // SAFETY: the PE and the remote range were checked; a host destination is
+            // writable, and not otherwise accessed during the call.
+            if unsafe { f.get_at_once(q, pe, src, at, len) } {
+                return Ok(());
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { self.get_at_checked(home, src, dst, pe, nbi) }
+    }
+
+    /// [`Ctx::get_at`] checked step by step, on any queue.
+    ///
+    /// # Safety
+    ///
+    /// [`Ctx::get_at`]'s.
+    #[cold]
+    #[inline(never)]
+    unsafe fn get_at_checked(
         &self,
         home: &Instance,
         src: usize,
@@ -386,8 +456,36 @@ impl CtxRef<'_> {
     /// Copies `src` to the symmetric address `dest` (in the heap, or in the static data init
     /// made symmetric) on PE `pe`: the C ABI's blocking put, which names symmetric memory by
     /// address, with the address and the PE checked once.
-    #[inline]
+    #[inline(always)]
     pub fn put_to(&self, dest: *const u8, src: &[u8], pe: Pe) -> Result<()> {
+        if self.put_to_at_once(dest, src, pe) {
+            return Ok(());
+        }
+        self.put_to_checked(dest, src, pe)
+    }
+
+    /// [`CtxRef::put_to`] in its common case, inline: the default context of a live instance,
+    /// a PE of it, a destination in the heap, and a transport that completes the put at once
+    /// (the simulator outside strict mode). Returns `false`, having done nothing, in any other
+    /// case; [`CtxRef::put_to`] then checks the call and names what is wrong. For a caller
+    /// (the C ABI) whose own fallback is one outlined call.
+    #[inline(always)]
+    pub fn put_to_at_once(&self, dest: *const u8, src: &[u8], pe: Pe) -> bool {
+        if self.is_plain_target(pe)
+            && let Some(off) = self.inst.heap_offset_of(dest, src.len())
+        {
+            let (f, q) = (self.inst.fabric(), self.inst.default_queue());
+            // SAFETY: the PE and the remote range were checked; the source is borrowed for the
+            // call.
+            return unsafe { f.put_at_once(q, pe, off, src) };
+        }
+        false
+    }
+
+    /// [`CtxRef::put_to`] checked step by step, on any queue.
+    #[cold]
+    #[inline(never)]
+    fn put_to_checked(self, dest: *const u8, src: &[u8], pe: Pe) -> Result<()> {
         let pe = self.target(pe)?;
         let off = self
             .inst
@@ -404,8 +502,25 @@ impl CtxRef<'_> {
 
     /// Copies the bytes at the symmetric address `src` on PE `pe` into `dst`: the C ABI's
     /// blocking get (see [`CtxRef::put_to`]).
-    #[inline]
+    #[inline(always)]
     pub fn get_from(&self, src: *const u8, dst: &mut [u8], pe: Pe) -> Result<()> {
+        if self.is_plain_target(pe)
+            && let Some(off) = self.inst.heap_offset_of(src, dst.len())
+        {
+            let (f, q) = (self.inst.fabric(), self.inst.default_queue());
+            // SAFETY: the PE and the remote range were checked; the destination is borrowed
+            // for the blocking call.
+            if unsafe { f.get_at_once(q, pe, off, dst.as_mut_ptr(), dst.len()) } {
+                return Ok(());
+            }
+        }
+        self.get_from_checked(src, dst, pe)
+    }
+
+    /// [`CtxRef::get_from`] checked step by step, on any queue.
+    #[cold]
+    #[inline(never)]
+    fn get_from_checked(self, src: *const u8, dst: &mut [u8], pe: Pe) -> Result<()> {
         let pe = self.target(pe)?;
         let off = self
             .inst

@@ -81,9 +81,14 @@ macro_rules! with_atomic {
 }
 
 /// The width of an access of `len` bytes at `a` and `b` that can be one atomic access: an
-/// aligned 1, 2, 4 or 8-byte scalar.
-#[inline]
+/// aligned 1, 2, 4 or 8-byte scalar. An aligned 8 bytes (a `long` or a `double`, the common
+/// element) is tested first, in one branch-free expression, so that a length known only at
+/// run time reaches its store without the jump table the compiler builds for the others.
+#[inline(always)]
 fn scalar(len: usize, a: usize, b: usize) -> Option<Width> {
+    if (len ^ 8) | ((a | b) & 7) == 0 {
+        return Some(Width::W64);
+    }
     let w = match len {
         1 => Width::W8,
         2 => Width::W16,
@@ -100,17 +105,34 @@ fn scalar(len: usize, a: usize, b: usize) -> Option<Width> {
 /// # Safety
 ///
 /// As for [`copy`], and `dst` is shared segment memory.
-#[allow(clippy::useless_conversion)]
 #[inline]
 pub(crate) unsafe fn put(dst: *mut u8, src: *const u8, len: usize) {
-    match scalar(len, dst as usize, src as usize) {
-        Some(width) => with_atomic!(width, dst, |a, T| {
-            // SAFETY: `src` is readable and aligned for `T` (checked by `scalar`).
-            let v = unsafe { src.cast::<T>().read() };
-            a.store(v, ordering::PUT);
-        }),
+    // SAFETY: guaranteed by the caller.
+    if !unsafe { put_scalar(dst, src, len) } {
         // SAFETY: guaranteed by the caller.
-        None => unsafe { copy(dst, src, len) },
+        unsafe { copy(dst, src, len) }
+    }
+}
+
+/// The put of `len` bytes as one atomic store when they are an aligned scalar; `false`, with
+/// nothing written, otherwise (the caller then copies).
+///
+/// # Safety
+///
+/// As for [`put`].
+#[allow(clippy::useless_conversion)]
+#[inline(always)]
+pub(crate) unsafe fn put_scalar(dst: *mut u8, src: *const u8, len: usize) -> bool {
+    match scalar(len, dst as usize, src as usize) {
+        Some(width) => {
+            with_atomic!(width, dst, |a, T| {
+                // SAFETY: `src` is readable and aligned for `T` (checked by `scalar`).
+                let v = unsafe { src.cast::<T>().read() };
+                a.store(v, ordering::PUT);
+            });
+            true
+        }
+        None => false,
     }
 }
 

@@ -105,6 +105,8 @@ impl fmt::Debug for SimTransport {
 #[derive(Debug)]
 pub struct SimQueue {
     kind: Kind,
+    /// `kind` is `Plain(None)`: kept beside it so that the data path tests one byte.
+    immediate: bool,
 }
 
 #[derive(Debug)]
@@ -114,10 +116,23 @@ enum Kind {
     Stream(Stream),
 }
 
+impl SimQueue {
+    const fn new(kind: Kind) -> SimQueue {
+        let immediate = matches!(kind, Kind::Plain(None));
+        SimQueue { kind, immediate }
+    }
+
+    /// Whether operations on the queue are performed when they are issued, with nothing held:
+    /// a plain queue outside strict mode. The data path tests this once and leaves every other
+    /// queue to functions out of line, so that the common call stays short.
+    #[inline(always)]
+    fn immediate(&self) -> bool {
+        self.immediate
+    }
+}
+
 /// Where operations run inside stream work: at once, in order.
-static IMMEDIATE: SimQueue = SimQueue {
-    kind: Kind::Plain(None),
-};
+static IMMEDIATE: SimQueue = SimQueue::new(Kind::Plain(None));
 
 /// The source of a put carried by stream work: host bytes are copied when the work is
 /// enqueued (the caller's buffer is free again when a blocking call returns), or, for
@@ -385,6 +400,304 @@ impl SimTransport {
     #[inline]
     fn notify(&self, pe: Pe, offset: usize, len: usize) {
         self.control(pe).notify(offset, len);
+    }
+
+    /// [`Transport::put`] of `len` bytes at `src` performed at once when `q` is immediate (a
+    /// plain queue outside strict mode), else `false` with nothing done: the inline case of
+    /// the data path, which the core tries before the general call.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::put`]'s, with `src` readable for `len` bytes.
+    #[inline(always)]
+    pub unsafe fn put_at_once(&self, q: &SimQueue, pe: Pe, dst: usize, src: &[u8]) -> bool {
+        if !q.immediate() {
+            return false;
+        }
+        // SAFETY: forwarded.
+        unsafe { self.put_now_plain(pe, dst, src.as_ptr(), src.len()) };
+        true
+    }
+
+    /// [`Transport::get`] into `len` bytes at `dst` performed at once when `q` is immediate,
+    /// else `false` with nothing done (as [`SimTransport::put_at_once`]).
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::get`]'s, with `dst` writable for `len` bytes.
+    #[inline(always)]
+    pub unsafe fn get_at_once(
+        &self,
+        q: &SimQueue,
+        pe: Pe,
+        src: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> bool {
+        if !q.immediate() {
+            return false;
+        }
+        // SAFETY: `src..src+len` lies in `pe`'s segment and `dst` is writable (the data-path
+        // preconditions).
+        unsafe { access::get(dst, self.at(pe, src), len) };
+        true
+    }
+
+    /// [`Transport::quiet`] performed at once when `q` is immediate, where it is a fence; else
+    /// `false` with nothing done.
+    #[inline(always)]
+    pub fn quiet_at_once(&self, q: &SimQueue) -> bool {
+        if !q.immediate() {
+            return false;
+        }
+        fence(ordering::QUIET);
+        true
+    }
+
+    /// A put on an immediate queue: the copy, then the wake-up of whoever watches the bytes.
+    ///
+    /// # Safety
+    ///
+    /// `dst..dst + len` lies in `pe`'s segment and `src` is readable for `len` bytes.
+    #[inline(always)]
+    unsafe fn put_now_plain(&self, pe: Pe, dst: usize, src: *const u8, len: usize) {
+        // SAFETY: the caller's contract.
+        if unsafe { access::put_scalar(self.at(pe, dst), src, len) } {
+            self.notify(pe, dst, len);
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { self.put_copy(pe, dst, src, len) }
+        }
+    }
+
+    /// [`SimTransport::put_now_plain`] beyond a scalar: the copy and the wake-up, out of line,
+    /// so that the inline scalar put keeps nothing across a call.
+    ///
+    /// # Safety
+    ///
+    /// As for [`SimTransport::put_now_plain`].
+    #[inline(never)]
+    unsafe fn put_copy(&self, pe: Pe, dst: usize, src: *const u8, len: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { access::copy(self.at(pe, dst), src, len) };
+        self.notify(pe, dst, len);
+    }
+
+    /// [`Transport::atomic`] performed at once when `q` is immediate (a plain queue outside
+    /// strict mode), else `None` with nothing done: the inline case of the data path, which the
+    /// core tries before the general call.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::atomic`]'s.
+    #[inline(always)]
+    pub unsafe fn atomic_at_once(
+        &self,
+        q: &SimQueue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+    ) -> Option<u64> {
+        // SAFETY: an aligned word inside `pe`'s segment (the caller's contract).
+        q.immediate()
+            .then(|| unsafe { self.amo_now(pe, offset, width, op) })
+    }
+
+    /// [`Transport::atomic_post`] performed at once when `q` is immediate; `false`, with
+    /// nothing done, otherwise (as [`SimTransport::atomic_at_once`]).
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::atomic_post`]'s.
+    #[inline(always)]
+    pub unsafe fn atomic_post_at_once(
+        &self,
+        q: &SimQueue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+    ) -> bool {
+        if !q.immediate() {
+            return false;
+        }
+        // SAFETY: an aligned word inside `pe`'s segment (the caller's contract).
+        unsafe { access::amo(self.at(pe, offset), width, op) };
+        if op.writes() {
+            // The new value is not fetched: a sleeper watching the word wakes whatever it
+            // waits for.
+            self.control(pe).notify_rmw(offset, width.bytes());
+        }
+        true
+    }
+
+    /// [`Transport::put`] on a stream's queue or in strict mode.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::put`]'s.
+    #[cold]
+    #[inline(never)]
+    unsafe fn put_queued(
+        &self,
+        q: &SimQueue,
+        pe: Pe,
+        dst: usize,
+        src: Local<'_>,
+    ) -> Result<(), TransportError> {
+        match &q.kind {
+            Kind::Plain(strict) => {
+                self.put_now(strict, pe, dst, &src, None);
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let (t, src) = (self.clone(), TaskSrc::copied(src));
+                // SAFETY: the core validated the put; the source is owned by the task.
+                s.enqueue(move || unsafe { t.put(&IMMEDIATE, pe, dst, src.local()) });
+                Ok(())
+            }
+        }
+    }
+
+    /// [`Transport::get`] on a stream's queue or in strict mode.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::get`]'s.
+    #[cold]
+    #[inline(never)]
+    unsafe fn get_queued(
+        &self,
+        q: &SimQueue,
+        pe: Pe,
+        src: usize,
+        mut dst: LocalMut<'_>,
+    ) -> Result<(), TransportError> {
+        match &q.kind {
+            Kind::Plain(strict) => {
+                self.before_read(strict, pe);
+                // SAFETY: `src..src+len` lies in `pe`'s segment and `dst` is writable (the
+                // data-path preconditions).
+                unsafe { access::get(self.dst_ptr(&mut dst), self.at(pe, src), dst.len()) };
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let (t, mut dst) = (self.clone(), TaskDst::new(dst));
+                let host = dst.is_host();
+                // SAFETY: the core validated the get; a host destination is waited for below.
+                let task = move || unsafe { t.get(&IMMEDIATE, pe, src, dst.local()) };
+                if host {
+                    s.call(task)
+                } else {
+                    s.enqueue(task);
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// [`Transport::atomic`] on a stream's queue or in strict mode.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::atomic`]'s.
+    #[cold]
+    #[inline(never)]
+    unsafe fn atomic_queued(
+        &self,
+        q: &SimQueue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+    ) -> Result<u64, TransportError> {
+        match &q.kind {
+            Kind::Plain(strict) => {
+                // A fetching atomic reads `pe`: everything held for it completes first, which
+                // also keeps fence order (OpenSHMEM's ordering table lists blocking AMOs as
+                // fenced).
+                self.before_read(strict, pe);
+                // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
+                Ok(unsafe { self.amo_now(pe, offset, width, op) })
+            }
+            Kind::Stream(s) => {
+                let t = self.clone();
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                s.call(move || {
+                    // SAFETY: validated by the core.
+                    let old = unsafe { t.atomic(&IMMEDIATE, pe, offset, width, op) }?;
+                    let _ = tx.send(old);
+                    Ok(())
+                })?;
+                rx.recv().map_err(|_| {
+                    TransportError::Attach("a stream atomic ended without a result".into())
+                })
+            }
+        }
+    }
+
+    /// [`Transport::atomic_post`] on a stream's queue or in strict mode.
+    ///
+    /// # Safety
+    ///
+    /// [`Transport::atomic_post`]'s.
+    #[cold]
+    #[inline(never)]
+    unsafe fn atomic_post_queued(
+        &self,
+        q: &SimQueue,
+        pe: Pe,
+        offset: usize,
+        width: Width,
+        op: AmoOp,
+    ) -> Result<(), TransportError> {
+        match &q.kind {
+            Kind::Plain(strict) => {
+                if let Some(st) = self.holding(strict, pe) {
+                    let held = Deferred::Amo {
+                        pe,
+                        offset,
+                        width,
+                        op,
+                        fetch: std::ptr::null_mut(),
+                    };
+                    self.hold_blocking(&st, pe, held);
+                    return Ok(());
+                }
+                self.before_blocking(strict, pe);
+                // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
+                unsafe { access::amo(self.at(pe, offset), width, op) };
+                if op.writes() {
+                    // The new value is not fetched: a sleeper watching the word wakes whatever
+                    // it waits for.
+                    self.control(pe).notify_rmw(offset, width.bytes());
+                }
+                Ok(())
+            }
+            Kind::Stream(s) => {
+                let t = self.clone();
+                // SAFETY: validated by the core.
+                s.enqueue(move || unsafe { t.atomic_post(&IMMEDIATE, pe, offset, width, op) });
+                Ok(())
+            }
+        }
+    }
+
+    /// Completes what a stream's queue or a strict one holds (the part of a quiet that is not
+    /// the fence).
+    #[cold]
+    #[inline(never)]
+    fn complete_queue(&self, q: &SimQueue) -> Result<(), TransportError> {
+        match &q.kind {
+            Kind::Plain(strict) => {
+                if let Some(st) = strict {
+                    st.lock().complete_all(&mut |d| self.execute_held(d));
+                }
+                Ok(())
+            }
+            Kind::Stream(s) => s.synchronize(),
+        }
     }
 
     /// Performs an operation a strict queue held: after a release fence, so that whatever the
@@ -666,9 +979,7 @@ impl SimTransport {
             }
             st
         });
-        SimQueue {
-            kind: Kind::Plain(strict),
-        }
+        SimQueue::new(Kind::Plain(strict))
     }
 }
 
@@ -728,9 +1039,7 @@ impl Transport for SimTransport {
     }
 
     fn stream_queue(&self, stream: &Stream) -> Result<SimQueue, TransportError> {
-        Ok(SimQueue {
-            kind: Kind::Stream(stream.clone()),
-        })
+        Ok(SimQueue::new(Kind::Stream(stream.clone())))
     }
 
     fn register_device(&self, _addr: u64, _len: usize) -> Result<(), TransportError> {
@@ -788,7 +1097,7 @@ impl Transport for SimTransport {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn put(
         &self,
         q: &SimQueue,
@@ -796,21 +1105,18 @@ impl Transport for SimTransport {
         dst: usize,
         src: Local<'_>,
     ) -> Result<(), TransportError> {
-        match &q.kind {
-            Kind::Plain(strict) => {
-                self.put_now(strict, pe, dst, &src, None);
-                Ok(())
-            }
-            Kind::Stream(s) => {
-                let (t, src) = (self.clone(), TaskSrc::copied(src));
-                // SAFETY: the core validated the put; the source is owned by the task.
-                s.enqueue(move || unsafe { t.put(&IMMEDIATE, pe, dst, src.local()) });
-                Ok(())
-            }
+        if q.immediate() {
+            let len = src.len();
+            // SAFETY: `dst..dst+len` lies in `pe`'s segment and `src` is readable (the
+            // data-path preconditions).
+            unsafe { self.put_now_plain(pe, dst, self.src_ptr(&src), len) };
+            return Ok(());
         }
+        // SAFETY: forwarded.
+        unsafe { self.put_queued(q, pe, dst, src) }
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn get(
         &self,
         q: &SimQueue,
@@ -818,27 +1124,12 @@ impl Transport for SimTransport {
         src: usize,
         mut dst: LocalMut<'_>,
     ) -> Result<(), TransportError> {
-        match &q.kind {
-            Kind::Plain(strict) => {
-                self.before_read(strict, pe);
-                // SAFETY: `src..src+len` lies in `pe`'s segment and `dst` is writable (the
-                // data-path preconditions).
-                unsafe { access::get(self.dst_ptr(&mut dst), self.at(pe, src), dst.len()) };
-                Ok(())
-            }
-            Kind::Stream(s) => {
-                let (t, mut dst) = (self.clone(), TaskDst::new(dst));
-                let host = dst.is_host();
-                // SAFETY: the core validated the get; a host destination is waited for below.
-                let task = move || unsafe { t.get(&IMMEDIATE, pe, src, dst.local()) };
-                if host {
-                    s.call(task)
-                } else {
-                    s.enqueue(task);
-                    Ok(())
-                }
-            }
+        // SAFETY: forwarded.
+        if unsafe { self.get_at_once(q, pe, src, self.dst_ptr(&mut dst), dst.len()) } {
+            return Ok(());
         }
+        // SAFETY: forwarded.
+        unsafe { self.get_queued(q, pe, src, dst) }
     }
 
     #[inline]
@@ -1036,28 +1327,11 @@ impl Transport for SimTransport {
         width: Width,
         op: AmoOp,
     ) -> Result<u64, TransportError> {
-        match &q.kind {
-            Kind::Plain(strict) => {
-                // A fetching atomic reads `pe`: everything held for it completes first, which
-                // also keeps fence order (OpenSHMEM's ordering table lists blocking AMOs as
-                // fenced).
-                self.before_read(strict, pe);
-                // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
-                Ok(unsafe { self.amo_now(pe, offset, width, op) })
-            }
-            Kind::Stream(s) => {
-                let t = self.clone();
-                let (tx, rx) = std::sync::mpsc::sync_channel(1);
-                s.call(move || {
-                    // SAFETY: validated by the core.
-                    let old = unsafe { t.atomic(&IMMEDIATE, pe, offset, width, op) }?;
-                    let _ = tx.send(old);
-                    Ok(())
-                })?;
-                rx.recv().map_err(|_| {
-                    TransportError::Attach("a stream atomic ended without a result".into())
-                })
-            }
+        // SAFETY: forwarded.
+        match unsafe { self.atomic_at_once(q, pe, offset, width, op) } {
+            Some(old) => Ok(old),
+            // SAFETY: forwarded.
+            None => unsafe { self.atomic_queued(q, pe, offset, width, std::hint::black_box(op)) },
         }
     }
 
@@ -1070,36 +1344,12 @@ impl Transport for SimTransport {
         width: Width,
         op: AmoOp,
     ) -> Result<(), TransportError> {
-        match &q.kind {
-            Kind::Plain(strict) => {
-                if let Some(st) = self.holding(strict, pe) {
-                    let held = Deferred::Amo {
-                        pe,
-                        offset,
-                        width,
-                        op,
-                        fetch: std::ptr::null_mut(),
-                    };
-                    self.hold_blocking(&st, pe, held);
-                    return Ok(());
-                }
-                self.before_blocking(strict, pe);
-                // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
-                unsafe { access::amo(self.at(pe, offset), width, op) };
-                if op.writes() {
-                    // The new value is not fetched: a sleeper watching the word wakes whatever
-                    // it waits for.
-                    self.control(pe).notify_rmw(offset, width.bytes());
-                }
-                Ok(())
-            }
-            Kind::Stream(s) => {
-                let t = self.clone();
-                // SAFETY: validated by the core.
-                s.enqueue(move || unsafe { t.atomic_post(&IMMEDIATE, pe, offset, width, op) });
-                Ok(())
-            }
+        // SAFETY: forwarded.
+        if unsafe { self.atomic_post_at_once(q, pe, offset, width, op) } {
+            return Ok(());
         }
+        // SAFETY: forwarded.
+        unsafe { self.atomic_post_queued(q, pe, offset, width, std::hint::black_box(op)) }
     }
 
     unsafe fn atomic_nbi(
@@ -1222,10 +1472,12 @@ impl Transport for SimTransport {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn quiet(&self, q: &SimQueue) -> Result<(), TransportError> {
-        self.quiet_before_barrier(q)?;
-        fence(ordering::QUIET);
+        if !self.quiet_at_once(q) {
+            self.complete_queue(q)?;
+            fence(ordering::QUIET);
+        }
         Ok(())
     }
 
@@ -1235,15 +1487,10 @@ impl Transport for SimTransport {
     /// waits acquire, so this PE's earlier stores are visible to each of them when it returns.
     #[inline]
     fn quiet_before_barrier(&self, q: &SimQueue) -> Result<(), TransportError> {
-        match &q.kind {
-            Kind::Plain(strict) => {
-                if let Some(st) = strict {
-                    st.lock().complete_all(&mut |d| self.execute_held(d));
-                }
-                Ok(())
-            }
-            Kind::Stream(s) => s.synchronize(),
+        if q.immediate() {
+            return Ok(());
         }
+        self.complete_queue(q)
     }
 
     #[inline]

@@ -7,7 +7,7 @@ use std::ffi::c_int;
 use shmem_core::{AmoOp, AmoType, Result};
 
 use crate::boundary::{enter, finish};
-use crate::ctx::{ctx_ref, shmem_ctx_t};
+use crate::ctx::{ctx_ref, plain_ctx, shmem_ctx_t};
 use crate::world::pe;
 
 /// A fetching atomic: `op` on the element of type `T` at symmetric address `dest` on `pe`, in
@@ -18,6 +18,32 @@ use crate::world::pe;
 /// None beyond the C contract: `dest` is only translated to a heap offset, never dereferenced.
 #[inline(always)]
 pub(crate) unsafe fn run<T: AmoType + Default>(
+    name: &str,
+    ctx: shmem_ctx_t,
+    dest: *mut T,
+    pe_: c_int,
+    op: AmoOp,
+) -> T {
+    // The common case inline: the default context and a PE number that is not negative.
+    if let Some(c) = plain_ctx(ctx)
+        && let Ok(pe) = u32::try_from(pe_)
+    {
+        return finish(name, T::default(), c.atomic_at(dest.cast_const(), op, pe));
+    }
+    // The operation passes through `black_box` so that the inline path keeps it a constant
+    // (handed by reference to an outlined call, it would live in memory on both paths).
+    // SAFETY: forwarded.
+    unsafe { run_checked(name, ctx, dest, pe_, std::hint::black_box(op)) }
+}
+
+/// [`run`], every argument checked in turn.
+///
+/// # Safety
+///
+/// As for [`run`].
+#[cold]
+#[inline(never)]
+unsafe fn run_checked<T: AmoType + Default>(
     name: &str,
     ctx: shmem_ctx_t,
     dest: *mut T,
@@ -49,6 +75,29 @@ fn atomic_post<T: AmoType>(ctx: shmem_ctx_t, dest: *mut T, pe_: c_int, op: AmoOp
 /// As for [`run`].
 #[inline(always)]
 pub(crate) unsafe fn run_void<T: AmoType>(
+    name: &str,
+    ctx: shmem_ctx_t,
+    dest: *mut T,
+    pe_: c_int,
+    op: AmoOp,
+) {
+    if let Some(c) = plain_ctx(ctx)
+        && let Ok(pe) = u32::try_from(pe_)
+    {
+        return finish(name, (), c.atomic_post_at(dest.cast_const(), op, pe));
+    }
+    // SAFETY: forwarded (and `black_box` as in `run`).
+    unsafe { run_void_checked(name, ctx, dest, pe_, std::hint::black_box(op)) }
+}
+
+/// [`run_void`], every argument checked in turn.
+///
+/// # Safety
+///
+/// As for [`run`].
+#[cold]
+#[inline(never)]
+unsafe fn run_void_checked<T: AmoType>(
     name: &str,
     ctx: shmem_ctx_t,
     dest: *mut T,

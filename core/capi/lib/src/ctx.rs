@@ -3,14 +3,14 @@
 //! `shmem_ctx_destroy`. Handles are checked against the live ones, so a destroyed or made-up
 //! handle is an error, not a read of freed memory.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::ffi::{c_int, c_long, c_void};
 use std::sync::Mutex;
 
 use shmem_core::{Context, CtxOptions, CtxRef, Error, Result};
 
 use crate::boundary::call;
-use crate::world::world;
+use crate::world::{world, world_if_open};
 
 /// `shmem_ctx_t`.
 #[allow(non_camel_case_types)]
@@ -31,9 +31,9 @@ static DEFAULT_MARK: u8 = 0;
 pub static SHMEM_CTX_DEFAULT: Handle = Handle((&raw const DEFAULT_MARK).cast_mut().cast());
 
 /// The addresses of the live created contexts.
-static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+static LIVE: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
 
-fn live() -> std::sync::MutexGuard<'static, Option<HashSet<usize>>> {
+fn live() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -41,6 +41,18 @@ fn live() -> std::sync::MutexGuard<'static, Option<HashSet<usize>>> {
 #[inline]
 pub(crate) fn default() -> shmem_ctx_t {
     SHMEM_CTX_DEFAULT.0
+}
+
+/// The default instance's default context, when `ctx` names it and `shmem_init` has run
+/// (which installed the panic hook): the common case, which the hot routines (RMA, atomics)
+/// take inline before their general path.
+#[inline(always)]
+pub(crate) fn plain_ctx(ctx: shmem_ctx_t) -> Option<CtxRef<'static>> {
+    if ctx == default() {
+        world_if_open().map(|w| w.default_ctx())
+    } else {
+        None
+    }
 }
 
 /// The context a handle names.
@@ -55,7 +67,7 @@ pub(crate) fn ctx_ref(ctx: shmem_ctx_t) -> Result<CtxRef<'static>> {
 /// The context a handle other than `SHMEM_CTX_DEFAULT` names, if it is live.
 #[inline(never)]
 fn created(ctx: shmem_ctx_t) -> Result<CtxRef<'static>> {
-    if ctx.is_null() || !live().as_ref().is_some_and(|l| l.contains(&(ctx as usize))) {
+    if ctx.is_null() || !live().contains(&(ctx as usize)) {
         return Err(Error::InvalidParam(format!(
             "{ctx:p} is not a live context (SHMEM_CTX_INVALID, destroyed, or never created)"
         )));
@@ -68,7 +80,7 @@ fn created(ctx: shmem_ctx_t) -> Result<CtxRef<'static>> {
 /// Makes a handle of a created context.
 pub(crate) fn adopt(c: Context) -> shmem_ctx_t {
     let ptr = Box::into_raw(Box::new(c)).cast::<c_void>();
-    live().get_or_insert_with(HashSet::new).insert(ptr as usize);
+    live().insert(ptr as usize);
     ptr
 }
 
@@ -112,7 +124,7 @@ pub extern "C" fn shmem_ctx_destroy(ctx: shmem_ctx_t) {
         return;
     }
     call("shmem_ctx_destroy", (), || {
-        if !live().as_mut().is_some_and(|l| l.remove(&(ctx as usize))) {
+        if !live().remove(&(ctx as usize)) {
             return Err(Error::InvalidParam(format!(
                 "{ctx:p} is not a live context"
             )));
@@ -126,7 +138,7 @@ pub extern "C" fn shmem_ctx_destroy(ctx: shmem_ctx_t) {
 /// Forgets every created context (the default instance was finalized): their handles are
 /// refused from now on, as the specification makes them invalid, and their memory is freed.
 pub(crate) fn forget_all() {
-    let handles = live().take().unwrap_or_default();
+    let handles = std::mem::take(&mut *live());
     for h in handles {
         // SAFETY: a listed handle is a leaked `Box<Context>`, no longer listed.
         drop(unsafe { Box::from_raw(h as *mut Context) });

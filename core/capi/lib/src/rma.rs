@@ -8,7 +8,7 @@ use shmem_capi::raw;
 use shmem_core::{Error, Result};
 
 use crate::boundary::{call, enter, finish};
-use crate::ctx::{ctx_ref, shmem_ctx_t};
+use crate::ctx::{ctx_ref, plain_ctx, shmem_ctx_t};
 use crate::world::{offset, pe, view};
 
 /// The bytes of `nelems` elements of `size` bytes.
@@ -19,14 +19,55 @@ fn bytes(nelems: usize, size: usize) -> Result<usize> {
         .ok_or_else(|| Error::InvalidParam(format!("{nelems} elements of {size} bytes overflow")))
 }
 
+/// The bytes of `nelems` elements of `size` bytes when there are some and they do not
+/// overflow: one compare (for a constant `size`) on the hot routines' inline path.
+#[inline(always)]
+fn some_bytes(nelems: usize, size: usize) -> Option<usize> {
+    (size != 0 && nelems.wrapping_sub(1) < usize::MAX / size.max(1)).then(|| nelems * size)
+}
+
 /// A put of `nelems` elements of `size` bytes from local `source` to symmetric `dest` on `pe`.
 ///
 /// # Safety
 ///
 /// `source` is readable for the bytes named (until the next quiet, for `nbi`).
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn put(
+    name: &str,
+    ctx: shmem_ctx_t,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    size: usize,
+    pe_: c_int,
+    nbi: bool,
+) {
+    // The common case inline: a blocking put of some bytes on the default context to a PE.
+    if !nbi
+        && let Some(c) = plain_ctx(ctx)
+        && let Ok(pe) = u32::try_from(pe_)
+        && let Some(len) = some_bytes(nelems, size)
+    {
+        // SAFETY: readable for `len` bytes per the C contract.
+        let src = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), len) };
+        if c.put_to_at_once(dest.cast(), src, pe) {
+            return;
+        }
+    }
+    // SAFETY: forwarded.
+    unsafe { put_checked(name, ctx, dest, source, nelems, size, pe_, nbi) }
+}
+
+/// [`put`], every argument checked in turn.
+///
+/// # Safety
+///
+/// As for [`put`].
+#[allow(clippy::too_many_arguments)]
+#[cold]
+#[inline(never)]
+unsafe fn put_checked(
     name: &str,
     ctx: shmem_ctx_t,
     dest: *mut c_void,
@@ -79,8 +120,40 @@ unsafe fn put_body(
 ///
 /// `dest` is writable for the bytes named (and untouched until the next quiet, for `nbi`).
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn get(
+    name: &str,
+    ctx: shmem_ctx_t,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    size: usize,
+    pe_: c_int,
+    nbi: bool,
+) {
+    // The common case inline, as for `put`.
+    if !nbi
+        && let Some(c) = plain_ctx(ctx)
+        && let Ok(pe) = u32::try_from(pe_)
+        && let Some(len) = some_bytes(nelems, size)
+    {
+        // SAFETY: writable for `len` bytes per the C contract.
+        let dst = unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>(), len) };
+        return finish(name, (), c.get_from(source.cast(), dst, pe));
+    }
+    // SAFETY: forwarded.
+    unsafe { get_checked(name, ctx, dest, source, nelems, size, pe_, nbi) }
+}
+
+/// [`get`], every argument checked in turn.
+///
+/// # Safety
+///
+/// As for [`get`].
+#[allow(clippy::too_many_arguments)]
+#[cold]
+#[inline(never)]
+unsafe fn get_checked(
     name: &str,
     ctx: shmem_ctx_t,
     dest: *mut c_void,

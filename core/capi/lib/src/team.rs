@@ -2,7 +2,7 @@
 //! default instance's world and shared teams; a split team is a [`Team`] owned by its handle
 //! until `shmem_team_destroy`. Handles are checked against the live ones.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::ffi::{c_int, c_long, c_void};
 use std::sync::Mutex;
 
@@ -38,9 +38,9 @@ pub static SHMEM_TEAM_WORLD: Handle = Handle((&raw const WORLD_MARK).cast_mut().
 #[unsafe(no_mangle)]
 pub static SHMEM_TEAM_SHARED: Handle = Handle((&raw const SHARED_MARK).cast_mut().cast());
 
-static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+static LIVE: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
 
-fn live() -> std::sync::MutexGuard<'static, Option<HashSet<usize>>> {
+fn live() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -53,7 +53,7 @@ pub(crate) fn team(t: shmem_team_t) -> Result<Team> {
     if t == SHMEM_TEAM_SHARED.0 {
         return Ok(w.team_shared());
     }
-    if t.is_null() || !live().as_ref().is_some_and(|l| l.contains(&(t as usize))) {
+    if t.is_null() || !live().contains(&(t as usize)) {
         return Err(Error::InvalidParam(format!(
             "{t:p} is not a live team (SHMEM_TEAM_INVALID, destroyed, or never created)"
         )));
@@ -67,7 +67,7 @@ fn adopt(t: Option<Team>) -> shmem_team_t {
         None => std::ptr::null_mut(),
         Some(t) => {
             let ptr = Box::into_raw(Box::new(t)).cast::<c_void>();
-            live().get_or_insert_with(HashSet::new).insert(ptr as usize);
+            live().insert(ptr as usize);
             ptr
         }
     }
@@ -84,13 +84,12 @@ fn handle_of(t: &Team) -> Result<shmem_team_t> {
         return Ok(SHMEM_TEAM_SHARED.0);
     }
     live()
-        .as_ref()
-        .and_then(|l| {
-            l.iter().copied().find(|&h| {
-                // SAFETY: a live handle is a leaked `Box<Team>` until `shmem_team_destroy`,
-                // which removes it from the set this lock guards.
-                unsafe { &*(h as *const Team) }.index() == t.index()
-            })
+        .iter()
+        .copied()
+        .find(|&h| {
+            // SAFETY: a live handle is a leaked `Box<Team>` until `shmem_team_destroy`, which
+            // removes it from the set this lock guards.
+            unsafe { &*(h as *const Team) }.index() == t.index()
         })
         .map(|h| h as shmem_team_t)
         .ok_or_else(|| Error::InvalidParam("the context's team has been destroyed".into()))
@@ -226,7 +225,7 @@ pub extern "C" fn shmem_team_destroy(t: shmem_team_t) {
         return;
     }
     call("shmem_team_destroy", (), || {
-        if !live().as_mut().is_some_and(|l| l.remove(&(t as usize))) {
+        if !live().remove(&(t as usize)) {
             return Err(Error::InvalidParam(format!("{t:p} is not a live team")));
         }
         // SAFETY: it was live, so it is a leaked `Box<Team>`, and no longer listed.
@@ -237,7 +236,7 @@ pub extern "C" fn shmem_team_destroy(t: shmem_team_t) {
 /// Forgets every split team (the default instance was finalized): their handles are refused
 /// from now on, as the specification makes them invalid, and their memory is freed.
 pub(crate) fn forget_all() {
-    let handles = live().take().unwrap_or_default();
+    let handles = std::mem::take(&mut *live());
     for h in handles {
         // SAFETY: a listed handle is a leaked `Box<Team>`, no longer listed.
         drop(unsafe { Box::from_raw(h as *mut Team) });

@@ -19,10 +19,16 @@ static OPEN_INITS: Mutex<u32> = Mutex::new(0);
 /// The default instance, once `shmem_init` has created it.
 #[inline]
 pub(crate) fn world() -> Result<&'static Instance> {
+    world_if_open().ok_or_else(not_initialized)
+}
+
+/// The default instance, if `shmem_init` has created it (and so installed the panic hook).
+#[inline(always)]
+pub(crate) fn world_if_open() -> Option<&'static Instance> {
     let p = WORLD.load(Ordering::Acquire);
     // SAFETY: a non-null pointer here came from `Box::leak` in `open` and is never freed;
     // the acquire load pairs with the release store that published the initialised instance.
-    unsafe { p.as_ref() }.ok_or_else(not_initialized)
+    unsafe { p.as_ref() }
 }
 
 #[cold]
@@ -32,9 +38,12 @@ fn not_initialized() -> Error {
 
 /// One `shmem_init`: the first (or the first after the last `shmem_finalize`) creates the
 /// default instance with `create`; a nested one returns the thread level it was created with.
+/// The panic hook is in before the instance is published, so a routine that finds the
+/// instance ([`world_if_open`]) needs no check of its own for the hook.
 pub(crate) fn open(
     create: impl FnOnce() -> Result<(Instance, ThreadLevel)>,
 ) -> Result<ThreadLevel> {
+    crate::boundary::enter();
     let mut open = OPEN_INITS.lock().unwrap_or_else(|e| e.into_inner());
     if *open > 0 {
         *open += 1;

@@ -278,7 +278,10 @@ pub extern "C" fn aclshmemx_instance_ctx_get() -> *mut aclshmem_instance_ctx {
 /// `INNER_ERROR`.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclshmemx_instance_ctx_set(instance_id: u64) -> c_int {
-    code("aclshmemx_instance_ctx_set", || {
-        cann::instance_ctx_set(instance_id)
-    })
+    // Without `code`'s check for the panic hook: the switch cannot panic (a lock whose
+    // poisoning is ignored and a set lookup), and it runs between kernel launches.
+    match cann::instance_ctx_set(instance_id) {
+        Ok(()) => 0,
+        Err(e) => code("aclshmemx_instance_ctx_set", || Err(e)),
+    }
 }
