@@ -257,6 +257,14 @@ impl<T: Pod> SymBuf<T> {
         self.offset
     }
 
+    /// Releases the allocation that starts at heap offset `offset` (from
+    /// [`SymBuf::into_raw`]): `SymBuf::from_raw(inst, offset).free()` without building the
+    /// handle (the C ABI's `shmem_free`). An offset that starts no allocated block fails with
+    /// `INVALID_PARAM` on every PE, after the collective. Collective.
+    pub fn free_raw(inst: &Instance, offset: usize) -> Result<()> {
+        inst.free_collective(offset as u64)
+    }
+
     /// The allocation that starts at heap offset `offset` (from [`SymBuf::into_raw`]), as a
     /// handle of as many whole `T`s as the block holds. An offset that starts no allocated
     /// block gives an empty handle whose collective operations still run on every PE, so that

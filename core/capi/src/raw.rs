@@ -41,7 +41,7 @@ pub fn align(inst: &Instance, alignment: usize, size: usize) -> Result<usize> {
 /// not start an allocated block (a double free, an interior pointer) are reported and leave the
 /// heap unchanged. Collective.
 pub fn free(inst: &Instance, offset: usize) -> Result<()> {
-    SymBuf::<u8>::from_raw(inst, offset).free()
+    SymBuf::<u8>::free_raw(inst, offset)
 }
 
 /// Resizes the block at heap offset `offset` to `size` bytes (`shmem_realloc`): `None`
