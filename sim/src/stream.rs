@@ -3,7 +3,10 @@
 //! A stream runs the work enqueued on it one item at a time, first in, first out, on a worker
 //! thread of its own, while the thread that enqueued goes on; [`Stream::synchronize`] waits
 //! until everything enqueued so far has run and reports the first failure since the last
-//! synchronisation. This is what an `aclrtStream` is to the host: CANN's `_on_stream` calls,
+//! synchronisation. A waiting thread runs due work that has not started itself, in the same
+//! order and one item at a time, so a synchronisation right after an enqueue (a put on a
+//! stream, then `aclrtSynchronizeStream`) costs a function call, not a trip through the
+//! scheduler to the worker and back. This is what an `aclrtStream` is to the host: CANN's `_on_stream` calls,
 //! the ACL runtime stand-in and kernel launches all enqueue work on it, and none of them
 //! writes another executor.
 //!
@@ -87,6 +90,9 @@ struct State {
     released_to: u64,
     /// The first failure since the last synchronisation.
     error: Option<TransportError>,
+    /// A task is running (on the worker, or on a thread waiting for it): tasks run one at a
+    /// time, in order.
+    running: bool,
     closed: bool,
     /// A strict stream is listed in `HELD`.
     listed: bool,
@@ -132,30 +138,47 @@ impl Shared {
         }
     }
 
+    /// The next task, marked running, if one may run now: none is running and a strict
+    /// stream has released it.
+    fn take_next(&self, s: &mut State) -> Option<Task> {
+        if s.running || (self.strict && s.completed >= s.released_to) {
+            return None;
+        }
+        let task = s.tasks.pop_front()?;
+        s.running = true;
+        Some(task)
+    }
+
+    /// Runs a task taken with [`Shared::take_next`] and records its end; returns the state
+    /// locked again.
+    fn run_task(&self, task: Task) -> MutexGuard<'_, State> {
+        let result = task();
+        let mut s = lock(&self.state);
+        s.running = false;
+        s.completed += 1;
+        if let Err(e) = result
+            && s.error.is_none()
+        {
+            s.error = Some(e);
+        }
+        // Whoever runs the next task: a waiter or the worker.
+        self.progress.notify_all();
+        self.work.notify_one();
+        s
+    }
+
     fn run(self: Arc<Self>) {
+        let mut s = lock(&self.state);
         loop {
-            let task = {
-                let mut s = lock(&self.state);
-                loop {
-                    let runnable = !self.strict || s.completed < s.released_to;
-                    if runnable && let Some(t) = s.tasks.pop_front() {
-                        break t;
-                    }
-                    if s.closed && s.tasks.is_empty() {
-                        return;
-                    }
-                    s = self.work.wait(s).unwrap_or_else(|p| p.into_inner());
-                }
-            };
-            let result = task();
-            let mut s = lock(&self.state);
-            s.completed += 1;
-            if let Err(e) = result
-                && s.error.is_none()
-            {
-                s.error = Some(e);
+            if let Some(t) = self.take_next(&mut s) {
+                drop(s);
+                s = self.run_task(t);
+                continue;
             }
-            self.progress.notify_all();
+            if s.closed && s.tasks.is_empty() && !s.running {
+                return;
+            }
+            s = self.work.wait(s).unwrap_or_else(|p| p.into_inner());
         }
     }
 }
@@ -227,11 +250,20 @@ impl Stream {
 
     /// Waits until the task at position `n` (and so every earlier one) has run, releasing held
     /// work up to it. Does not report failures; [`Stream::synchronize`] does.
+    ///
+    /// A task that is due and not yet started runs on the waiting thread itself, as the worker
+    /// would run it (one at a time, in order): a synchronisation right after an enqueue does
+    /// not wait for the worker thread to be scheduled.
     pub fn wait_for(&self, n: u64) {
         let shared = &self.handle.shared;
         shared.release_to(n);
         let mut s = lock(&shared.state);
         while s.completed < n.min(s.submitted) {
+            if let Some(t) = shared.take_next(&mut s) {
+                drop(s);
+                s = shared.run_task(t);
+                continue;
+            }
             s = shared.progress.wait(s).unwrap_or_else(|p| p.into_inner());
         }
     }
@@ -381,6 +413,39 @@ mod tests {
         go_tx.send(()).unwrap();
         s.synchronize().unwrap();
         assert_eq!(*log.lock().unwrap(), (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn synchronising_threads_run_due_tasks_one_at_a_time_in_order() {
+        // Four threads synchronise while tasks arrive: each task runs once, none overlaps
+        // another, and they run in order, whichever thread (a waiter or the worker) runs it.
+        let s = Stream::new(false);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let busy = Arc::new(AtomicUsize::new(0));
+        let waiters: Vec<_> = (0..4)
+            .map(|_| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        s.wait_for(s.submitted());
+                    }
+                })
+            })
+            .collect();
+        for i in 0..400 {
+            let (l, b) = (log.clone(), busy.clone());
+            s.enqueue(move || {
+                assert_eq!(b.fetch_add(1, Ordering::SeqCst), 0, "two tasks at once");
+                l.lock().unwrap().push(i);
+                b.fetch_sub(1, Ordering::SeqCst);
+                Ok(())
+            });
+        }
+        s.synchronize().unwrap();
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert_eq!(*log.lock().unwrap(), (0..400).collect::<Vec<_>>());
     }
 
     #[test]

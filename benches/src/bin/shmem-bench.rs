@@ -393,6 +393,34 @@ fn kernels(inst: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), s
         stream.synchronize().expect("synchronize");
     });
     results.insert("kernel_barrier_8".into(), t);
+    // CANN's host path on a stream: `aclshmemx_putmem_on_stream` of 8 bytes, then
+    // `aclrtSynchronizeStream`; `aclshmemx_barrier_on_stream` (a 1-block kernel), then the same.
+    let ctx = inst.stream_ctx(&stream)?;
+    let word = dst.slice(..8).on(&ctx);
+    inst.barrier_all()?;
+    let reps = 200;
+    results.insert(
+        "stream_put".into(),
+        median_per_op(9, reps, || {
+            for _ in 0..reps {
+                word.put(&[1; 8], peer).expect("put on the stream");
+                stream.synchronize().expect("synchronize");
+            }
+        }),
+    );
+    inst.barrier_all()?;
+    let reps = 100;
+    results.insert(
+        "stream_barrier".into(),
+        median_per_op(9, reps, || {
+            for _ in 0..reps {
+                inst.launch(&stream, "barrier_on_stream", 1, |dev| dev.barrier_all())
+                    .expect("launch");
+                stream.synchronize().expect("synchronize");
+            }
+        }),
+    );
+    ctx.destroy()?;
     inst.barrier_all()?;
     src.free()?;
     dst.free()
@@ -760,6 +788,11 @@ fn driver(args: &Args) -> Result<(), String> {
         println!(
             "  barrier_all from 8 blocks of each PE:         {}",
             us(g("kernel_barrier_8")?)
+        );
+        println!(
+            "  CANN's stream path, 2 PEs: an 8-byte put on a stream + synchronise: {}; a barrier on the stream (a 1-block kernel) + synchronise: {}",
+            us(g("stream_put")?),
+            us(g("stream_barrier")?)
         );
         let mut t = Table::new(&[
             "kernel put to a peer",
