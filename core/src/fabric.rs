@@ -122,6 +122,18 @@ macro_rules! on {
     };
 }
 
+/// `$body` on the simulator's transport and queue, `$other` on any other: the inline data
+/// path, which only the simulator completes at once.
+macro_rules! on_sim {
+    ($fabric:expr, $queue:expr, |$t:ident, $q:ident| $body:expr, else $other:expr) => {
+        match ($fabric, $queue) {
+            (Fabric::Sim($t), Queue::Sim($q)) => $body,
+            #[cfg(not(feature = "stand-in"))]
+            _ => $other,
+        }
+    };
+}
+
 /// The hardware backend's transport, or why it cannot be had: the vendor libraries are
 /// missing (`NotSupported`, naming each and every place looked), or a call failed.
 #[cfg(not(feature = "stand-in"))]
@@ -379,12 +391,8 @@ impl Fabric {
     /// [`Transport::put`]'s.
     #[inline(always)]
     pub(crate) unsafe fn put_at_once(&self, q: &Queue, pe: Pe, dst: usize, src: &[u8]) -> bool {
-        match (self, q) {
-            // SAFETY: forwarded.
-            (Fabric::Sim(t), Queue::Sim(q)) => unsafe { t.put_at_once(q, pe, dst, src) },
-            #[cfg(not(feature = "stand-in"))]
-            _ => false,
-        }
+        // SAFETY: forwarded.
+        on_sim!(self, q, |t, q| unsafe { t.put_at_once(q, pe, dst, src) }, else false)
     }
 
     /// A get into `len` host bytes at `dst` performed inline, as [`Fabric::put_at_once`].
@@ -401,23 +409,15 @@ impl Fabric {
         dst: *mut u8,
         len: usize,
     ) -> bool {
-        match (self, q) {
-            // SAFETY: forwarded.
-            (Fabric::Sim(t), Queue::Sim(q)) => unsafe { t.get_at_once(q, pe, src, dst, len) },
-            #[cfg(not(feature = "stand-in"))]
-            _ => false,
-        }
+        // SAFETY: forwarded.
+        on_sim!(self, q, |t, q| unsafe { t.get_at_once(q, pe, src, dst, len) }, else false)
     }
 
     /// The quiet performed inline when the transport completes it with a fence on `q`;
     /// `false`, with nothing done, otherwise.
     #[inline(always)]
     pub(crate) fn quiet_at_once(&self, q: &Queue) -> bool {
-        match (self, q) {
-            (Fabric::Sim(t), Queue::Sim(q)) => t.quiet_at_once(q),
-            #[cfg(not(feature = "stand-in"))]
-            _ => false,
-        }
+        on_sim!(self, q, |t, q| t.quiet_at_once(q), else false)
     }
 
     /// The atomic performed inline when the transport can complete it at once on `q` (the
@@ -435,14 +435,8 @@ impl Fabric {
         width: Width,
         op: AmoOp,
     ) -> Option<u64> {
-        match (self, q) {
-            // SAFETY: forwarded.
-            (Fabric::Sim(t), Queue::Sim(q)) => unsafe {
-                t.atomic_at_once(q, pe, offset, width, op)
-            },
-            #[cfg(not(feature = "stand-in"))]
-            _ => None,
-        }
+        // SAFETY: forwarded.
+        on_sim!(self, q, |t, q| unsafe { t.atomic_at_once(q, pe, offset, width, op) }, else None)
     }
 
     /// [`Fabric::atomic_at_once`] for an atomic whose old value is not wanted: `false` when
@@ -460,14 +454,8 @@ impl Fabric {
         width: Width,
         op: AmoOp,
     ) -> bool {
-        match (self, q) {
-            // SAFETY: forwarded.
-            (Fabric::Sim(t), Queue::Sim(q)) => unsafe {
-                t.atomic_post_at_once(q, pe, offset, width, op)
-            },
-            #[cfg(not(feature = "stand-in"))]
-            _ => false,
-        }
+        // SAFETY: forwarded.
+        on_sim!(self, q, |t, q| unsafe { t.atomic_post_at_once(q, pe, offset, width, op) }, else false)
     }
 
     /// # Safety
@@ -564,11 +552,7 @@ impl Fabric {
     /// held operations), inlined into the caller; on the hardware a call out of line.
     #[inline]
     pub(crate) fn quiet(&self, q: &Queue) -> Result<()> {
-        match (self, q) {
-            (Fabric::Sim(t), Queue::Sim(q)) => Ok(t.quiet(q)?),
-            #[cfg(not(feature = "stand-in"))]
-            _ => self.quiet_out_of_line(q),
-        }
+        on_sim!(self, q, |t, q| Ok(t.quiet(q)?), else self.quiet_out_of_line(q))
     }
 
     /// The quiet of `barrier_all` ([`Transport::quiet_before_barrier`]).

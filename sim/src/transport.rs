@@ -522,13 +522,9 @@ impl SimTransport {
         if !q.immediate() {
             return false;
         }
-        // SAFETY: an aligned word inside `pe`'s segment (the caller's contract).
-        unsafe { access::amo(self.at(pe, offset), width, op) };
-        if op.writes() {
-            // The new value is not fetched: a sleeper watching the word wakes whatever it
-            // waits for.
-            self.control(pe).notify_rmw(offset, width.bytes());
-        }
+        // SAFETY: an aligned word inside `pe`'s segment (the caller's contract). The old value
+        // is not wanted, so the compiler drops the fetch.
+        unsafe { self.amo_now(pe, offset, width, op) };
         true
     }
 
@@ -667,12 +663,7 @@ impl SimTransport {
                 }
                 self.before_blocking(strict, pe);
                 // SAFETY: an aligned word inside `pe`'s segment (checked by the core).
-                unsafe { access::amo(self.at(pe, offset), width, op) };
-                if op.writes() {
-                    // The new value is not fetched: a sleeper watching the word wakes whatever
-                    // it waits for.
-                    self.control(pe).notify_rmw(offset, width.bytes());
-                }
+                unsafe { self.amo_now(pe, offset, width, op) };
                 Ok(())
             }
             Kind::Stream(s) => {
