@@ -3,13 +3,12 @@
 //! `shmem_ctx_destroy`. Handles are checked against the live ones, so a destroyed or made-up
 //! handle is an error, not a read of freed memory.
 
-use std::collections::BTreeSet;
 use std::ffi::{c_int, c_long, c_void};
-use std::sync::Mutex;
 
 use shmem_core::{Context, CtxOptions, CtxRef, Error, Result};
 
 use crate::boundary::call;
+use crate::handles::Handles;
 use crate::world::{world, world_if_open};
 
 /// `shmem_ctx_t`.
@@ -30,12 +29,8 @@ static DEFAULT_MARK: u8 = 0;
 #[unsafe(no_mangle)]
 pub static SHMEM_CTX_DEFAULT: Handle = Handle((&raw const DEFAULT_MARK).cast_mut().cast());
 
-/// The addresses of the live created contexts.
-static LIVE: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
-
-fn live() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner())
-}
+/// The created contexts the program holds.
+static LIVE: Handles<Context> = Handles::new();
 
 /// The default context's handle.
 #[inline]
@@ -61,27 +56,22 @@ pub(crate) fn ctx_ref(ctx: shmem_ctx_t) -> Result<CtxRef<'static>> {
     if ctx == default() {
         return Ok(world()?.default_ctx());
     }
-    created(ctx)
+    created(ctx).map(Context::as_ref)
 }
 
 /// The context a handle other than `SHMEM_CTX_DEFAULT` names, if it is live.
 #[inline(never)]
-fn created(ctx: shmem_ctx_t) -> Result<CtxRef<'static>> {
-    if ctx.is_null() || !live().contains(&(ctx as usize)) {
-        return Err(Error::InvalidParam(format!(
+pub(crate) fn created(ctx: shmem_ctx_t) -> Result<&'static Context> {
+    LIVE.get(ctx).ok_or_else(|| {
+        Error::InvalidParam(format!(
             "{ctx:p} is not a live context (SHMEM_CTX_INVALID, destroyed, or never created)"
-        )));
-    }
-    // SAFETY: a live handle is a leaked `Box<Context>` until `shmem_ctx_destroy`, which the
-    // program may not call while it uses the handle (OpenSHMEM's rule).
-    Ok(unsafe { &*ctx.cast::<Context>() }.as_ref())
+        ))
+    })
 }
 
 /// Makes a handle of a created context.
 pub(crate) fn adopt(c: Context) -> shmem_ctx_t {
-    let ptr = Box::into_raw(Box::new(c)).cast::<c_void>();
-    live().insert(ptr as usize);
-    ptr
+    LIVE.insert(c)
 }
 
 fn options(o: c_long) -> Result<CtxOptions> {
@@ -124,25 +114,16 @@ pub extern "C" fn shmem_ctx_destroy(ctx: shmem_ctx_t) {
         return;
     }
     call("shmem_ctx_destroy", (), || {
-        if !live().remove(&(ctx as usize)) {
-            return Err(Error::InvalidParam(format!(
-                "{ctx:p} is not a live context"
-            )));
-        }
-        // SAFETY: it was live, so it is a leaked `Box<Context>`, and no longer listed.
-        let c = unsafe { Box::from_raw(ctx.cast::<Context>()) };
-        c.destroy()
+        LIVE.remove(ctx)
+            .ok_or_else(|| Error::InvalidParam(format!("{ctx:p} is not a live context")))?
+            .destroy()
     });
 }
 
 /// Forgets every created context (the default instance was finalized): their handles are
 /// refused from now on, as the specification makes them invalid, and their memory is freed.
 pub(crate) fn forget_all() {
-    let handles = std::mem::take(&mut *live());
-    for h in handles {
-        // SAFETY: a listed handle is a leaked `Box<Context>`, no longer listed.
-        drop(unsafe { Box::from_raw(h as *mut Context) });
-    }
+    drop(LIVE.take_all());
 }
 
 /// `shmem_ctx_quiet`.

@@ -24,6 +24,7 @@ pub mod cann;
 pub mod coll;
 pub mod ctx;
 pub mod extensions;
+mod handles;
 pub mod heap;
 pub mod longdouble;
 pub mod p2p;

@@ -2,14 +2,13 @@
 //! default instance's world and shared teams; a split team is a [`Team`] owned by its handle
 //! until `shmem_team_destroy`. Handles are checked against the live ones.
 
-use std::collections::BTreeSet;
 use std::ffi::{c_int, c_long, c_void};
-use std::sync::Mutex;
 
-use shmem_core::{Context, CtxOptions, Error, Result, Team, TeamConfig};
+use shmem_core::{CtxOptions, Error, Result, Team, TeamConfig};
 
 use crate::boundary::call;
 use crate::ctx::{Handle, shmem_ctx_t};
+use crate::handles::Handles;
 use crate::world::world;
 
 /// `shmem_team_t`.
@@ -38,11 +37,8 @@ pub static SHMEM_TEAM_WORLD: Handle = Handle((&raw const WORLD_MARK).cast_mut().
 #[unsafe(no_mangle)]
 pub static SHMEM_TEAM_SHARED: Handle = Handle((&raw const SHARED_MARK).cast_mut().cast());
 
-static LIVE: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
-
-fn live() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner())
-}
+/// The split teams the program holds.
+static LIVE: Handles<Team> = Handles::new();
 
 /// The team a handle names (a clone: teams are cheap handles).
 pub(crate) fn team(t: shmem_team_t) -> Result<Team> {
@@ -53,23 +49,17 @@ pub(crate) fn team(t: shmem_team_t) -> Result<Team> {
     if t == SHMEM_TEAM_SHARED.0 {
         return Ok(w.team_shared());
     }
-    if t.is_null() || !live().contains(&(t as usize)) {
-        return Err(Error::InvalidParam(format!(
+    LIVE.get(t).cloned().ok_or_else(|| {
+        Error::InvalidParam(format!(
             "{t:p} is not a live team (SHMEM_TEAM_INVALID, destroyed, or never created)"
-        )));
-    }
-    // SAFETY: a live handle is a leaked `Box<Team>` until `shmem_team_destroy`.
-    Ok(unsafe { &*t.cast::<Team>() }.clone())
+        ))
+    })
 }
 
 fn adopt(t: Option<Team>) -> shmem_team_t {
     match t {
         None => std::ptr::null_mut(),
-        Some(t) => {
-            let ptr = Box::into_raw(Box::new(t)).cast::<c_void>();
-            live().insert(ptr as usize);
-            ptr
-        }
+        Some(t) => LIVE.insert(t),
     }
 }
 
@@ -83,15 +73,7 @@ fn handle_of(t: &Team) -> Result<shmem_team_t> {
     if t.index() == w.team_shared().index() {
         return Ok(SHMEM_TEAM_SHARED.0);
     }
-    live()
-        .iter()
-        .copied()
-        .find(|&h| {
-            // SAFETY: a live handle is a leaked `Box<Team>` until `shmem_team_destroy`, which
-            // removes it from the set this lock guards.
-            unsafe { &*(h as *const Team) }.index() == t.index()
-        })
-        .map(|h| h as shmem_team_t)
+    LIVE.find(|h| h.index() == t.index())
         .ok_or_else(|| Error::InvalidParam("the context's team has been destroyed".into()))
 }
 
@@ -225,22 +207,16 @@ pub extern "C" fn shmem_team_destroy(t: shmem_team_t) {
         return;
     }
     call("shmem_team_destroy", (), || {
-        if !live().remove(&(t as usize)) {
-            return Err(Error::InvalidParam(format!("{t:p} is not a live team")));
-        }
-        // SAFETY: it was live, so it is a leaked `Box<Team>`, and no longer listed.
-        unsafe { Box::from_raw(t.cast::<Team>()) }.destroy()
+        LIVE.remove(t)
+            .ok_or_else(|| Error::InvalidParam(format!("{t:p} is not a live team")))?
+            .destroy()
     });
 }
 
 /// Forgets every split team (the default instance was finalized): their handles are refused
 /// from now on, as the specification makes them invalid, and their memory is freed.
 pub(crate) fn forget_all() {
-    let handles = std::mem::take(&mut *live());
-    for h in handles {
-        // SAFETY: a listed handle is a leaked `Box<Team>`, no longer listed.
-        drop(unsafe { Box::from_raw(h as *mut Team) });
-    }
+    drop(LIVE.take_all());
 }
 
 /// `shmem_team_sync`: 0, or non-zero for an invalid team.
@@ -294,10 +270,7 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: shmem_ctx_t, out: *mut shmem_te
                 if ctx == crate::ctx::default() {
                     return Ok(Some(SHMEM_TEAM_WORLD.0));
                 }
-                crate::ctx::ctx_ref(ctx)?;
-                // SAFETY: checked live above: a leaked `Box<Context>`.
-                let c: &Context = unsafe { &*ctx.cast::<Context>() };
-                handle_of(&c.team()).map(Some)
+                handle_of(&crate::ctx::created(ctx)?.team()).map(Some)
             })
         })
         .flatten();
