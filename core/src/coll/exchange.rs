@@ -218,8 +218,31 @@ impl Team {
                 self.scratch_round(dest.byte_len(), (0..n).map(|r| (r as u32, at, part(r))))?;
             return self.copy_own(dest.offset(), area, dest.byte_len());
         }
-        let blocks: Vec<_> = (0..n).map(|r| (r as u32, at, part(r))).collect();
-        self.exchange(dest.offset(), &blocks)
+        self.pull_blocks(dest.offset(), source.offset() + at, block)
+    }
+
+    /// The large alltoall: once every member has entered, each pulls its block from every
+    /// member's source (`from` there, `len` bytes) into `dest` at the member's rank, starting
+    /// with the next rank so that the members do not all read the same peer at once; a second
+    /// sync keeps each source in place until every member has read it.
+    ///
+    /// Pulling touches one region of each peer's heap, its source. Pushing with a signal per
+    /// block touched two (the destination and the team's sync words, far apart at the heap's
+    /// start), and at 1,024 PEs each region of a peer costs this PE a page-table page.
+    fn pull_blocks(&self, dest: usize, from: usize, len: usize) -> Result<()> {
+        let n = self.n_pes();
+        let me = self.my_pe();
+        self.sync()?;
+        for r in (1..=n).map(|k| (me + k) % n) {
+            let to = shmem_backend::LocalMut::Segment {
+                offset: dest + r as usize * len,
+                len,
+            };
+            // SAFETY: see the comment on the impl in `coll/mod.rs`: both ranges were checked
+            // against views of the heap, and the member is a PE of the instance.
+            unsafe { self.t().get(self.q(), self.pe_of(r), from, to) }?;
+        }
+        self.sync()
     }
 
     /// Strided [`Team::alltoall`] (`shmem_alltoalls`): element `k` of the block for member `j`
