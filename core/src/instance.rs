@@ -30,6 +30,8 @@ pub(crate) struct Inner {
     pub(crate) n_pes: u32,
     pub(crate) attrs: Attributes,
     pub(crate) boot: Arc<dyn Bootstrap>,
+    /// The bootstrap's [`Bootstrap::alarm`].
+    alarm: Arc<std::sync::atomic::AtomicBool>,
     pub(crate) heap: Heap,
     /// This PE's segment base (`heap_base`), constant for the instance's life.
     pub(crate) heap_base: usize,
@@ -192,6 +194,7 @@ impl Instance {
             n_pes,
             "bootstrap joined"
         );
+        crate::fault::point("init.after_connect", my_pe, attrs.instance_id);
         let state = Arc::new(AtomicU8::new(LIVE));
         let spec = SegmentSpec {
             instance: attrs.instance_id,
@@ -249,6 +252,7 @@ impl Instance {
             profile,
             limits,
             state,
+            alarm: boot.alarm(),
             boot,
             fabric: Arc::new(fabric),
         });
@@ -349,6 +353,27 @@ impl Instance {
     }
 
     /// Maps an error from a blocking operation, ending this PE if another PE ended the job.
+    /// Fails at once, naming the lost PE, once the bootstrap has told this PE of a lost peer or
+    /// of the job's end. Every barrier, collective, wait and lock asks before it starts: a PE
+    /// that learnt of a failure must not arrive at another barrier or send another collective's
+    /// signal, which the waiting survivors would count in place of the lost PE's.
+    #[inline]
+    pub(crate) fn check_peers(&self) -> Result<()> {
+        if self.inner.alarm.load(Ordering::Acquire) {
+            return self.peers_lost();
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn peers_lost(&self) -> Result<()> {
+        self.inner
+            .boot
+            .check_alive()
+            .map_err(|e| self.fail(Error::from(e)))
+    }
+
     pub(crate) fn fail(&self, e: Error) -> Error {
         exit_if_job_ended(&e);
         e
@@ -523,6 +548,7 @@ impl Instance {
         {
             return Ok(());
         }
+        crate::fault::point("finalize.entered", self.my_pe(), self.id());
         let r = (|| {
             self.fabric().quiet(&self.inner.queue)?;
             self.fabric()

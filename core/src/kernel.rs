@@ -761,6 +761,7 @@ impl Instance {
         let inst = self.clone();
         s.launch(
             Kernel::new(name, move |core| {
+                crate::fault::point("kernel.in_launch", inst.my_pe(), inst.id());
                 let mut dev = Device {
                     core,
                     inst: Some(inst.clone()),
@@ -862,6 +863,9 @@ pub fn launch_starting_on(
     let s = stream.simulated(name)?;
     s.launch(
         Kernel::new(name, move |core| {
+            if let Some(i) = &start {
+                crate::fault::point("kernel.in_launch", i.my_pe(), i.id());
+            }
             let mut dev = MultiDevice(Device {
                 core,
                 inst: start.clone(),

@@ -31,6 +31,7 @@ mod ctx;
 mod diag;
 mod error;
 mod fabric;
+mod fault;
 pub(crate) mod heap;
 mod info;
 mod instance;

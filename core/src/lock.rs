@@ -450,7 +450,10 @@ impl<'a> SymElem<'a, i64> {
             |c| c.host_atomics,
             "distributed locks (built on remote atomics)",
         )?;
-        Lock::new(self).and_then(|l| l.set())
+        self.ctx.inst.check_peers()?;
+        Lock::new(self).and_then(|l| l.set())?;
+        crate::fault::point("lock.held", self.ctx.inst.my_pe(), self.ctx.inst.id());
+        Ok(())
     }
 
     /// Acquires the lock if it is free, without waiting: true when this call acquired it

@@ -262,6 +262,8 @@ impl<'v, 'a, T: Scalar + Pod> WaitSet<'v, 'a, T> {
     /// wait with that error.
     fn block(&self, what: &str, mut pred: impl FnMut() -> Result<bool>) -> Result<()> {
         let inst = self.ctx.inst;
+        crate::fault::point("wait_until.waiting", inst.my_pe(), inst.id());
+        inst.check_peers()?;
         let watch = Watch::bytes(self.offset, self.len * std::mem::size_of::<T>());
         inst.fabric()
             .wait_local(watch, &Describe(self, what), &mut pred)

@@ -26,7 +26,7 @@ use std::ffi::c_void;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use shmem_backend::{
     BarrierSpec, Capabilities, Exchange, Limits, Local, LocalMut, Pe, Profile, ScalarKind,
@@ -571,8 +571,30 @@ impl HwTransport {
                     error: AclError(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT),
                     ..
                 }) => self.watchdog.check(start.elapsed(), what)?,
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(self.failed_barrier(e, start, what)),
             }
+        }
+    }
+
+    /// The error of a barrier whose task failed: a barrier task fails most often because a
+    /// peer died, and the bootstrap's notice of that may trail the failure by a moment; the
+    /// watchdog's account (naming the lost PE) is preferred if it comes within a second.
+    #[cold]
+    fn failed_barrier(
+        &self,
+        e: HwError,
+        start: Instant,
+        what: &dyn fmt::Display,
+    ) -> TransportError {
+        let until = Instant::now() + Duration::from_secs(1);
+        loop {
+            if let Err(lost) = self.watchdog.check(start.elapsed(), what) {
+                return lost;
+            }
+            if Instant::now() >= until {
+                return e.into();
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 

@@ -28,7 +28,8 @@ pub(crate) mod uid;
 pub(crate) mod url;
 
 use std::net::TcpListener;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytemuck::Pod;
@@ -51,6 +52,9 @@ pub(crate) trait Bootstrap: Send + Sync + std::fmt::Debug {
     /// global_exit. Cheap (a look at what the connection's reader recorded); safe to call
     /// from any thread at any time, also while another thread is blocked in a request.
     fn check_alive(&self) -> Result<(), BootstrapError>;
+    /// A flag that is set once [`Bootstrap::check_alive`] fails, so that a caller on a hot
+    /// path can skip the call while it is clear.
+    fn alarm(&self) -> Arc<AtomicBool>;
     /// Tells every PE that this one ends the job with `status`; returns (the caller exits).
     fn global_exit(&self, status: i32);
     /// Collective: a final barrier, then goodbye; PE 0 waits (bounded by the operation

@@ -316,6 +316,10 @@ impl Bootstrap for MpiBootstrap {
         Ok(())
     }
 
+    fn alarm(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        std::sync::Arc::default()
+    }
+
     fn global_exit(&self, status: i32) {
         // Our duplicate, or MPI_COMM_WORLD if it was freed or another thread of this instance
         // is in a collective on it (and holds the lock).

@@ -77,12 +77,24 @@ struct State {
     next_id: u64,
 }
 
+impl State {
+    /// Why the connection is unusable, if it is: the first fatal condition seen, which may
+    /// precede the break (a peer lost, and then PE 0, noticing it, gone too).
+    fn cause(&self) -> Option<BootstrapError> {
+        self.broken.as_ref()?;
+        self.alarm.clone().or_else(|| self.broken.clone())
+    }
+}
+
 #[derive(Debug)]
 struct Shared {
     stream: TcpStream,
     url: String,
     state: Mutex<State>,
     arrived: Condvar,
+    /// Whether `state.alarm` is set: lets `check_alive` answer without the lock, so every
+    /// barrier and wait can ask before it arrives.
+    alarmed: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -90,7 +102,7 @@ impl Shared {
     fn fail(&self, e: BootstrapError) {
         let mut s = lock(&self.state);
         if s.broken.is_none() {
-            s.alarm.get_or_insert_with(|| e.clone());
+            self.sound(&mut s, || e.clone());
             s.broken = Some(e);
         }
         self.arrived.notify_all();
@@ -98,7 +110,13 @@ impl Shared {
 
     /// Raises the alarm (the first one raised stays).
     fn raise(&self, e: &BootstrapError) {
-        lock(&self.state).alarm.get_or_insert_with(|| e.clone());
+        self.sound(&mut lock(&self.state), || e.clone());
+    }
+
+    /// Sets the alarm of `s` (the state, locked) to `e()` unless one is set.
+    fn sound(&self, s: &mut State, e: impl FnOnce() -> BootstrapError) {
+        s.alarm.get_or_insert_with(e);
+        self.alarmed.store(true, Ordering::Release);
     }
 
     fn server_lost(&self, what: &str) -> BootstrapError {
@@ -134,7 +152,7 @@ impl Shared {
                 let mut s = lock(&self.state);
                 match (id, reply) {
                     (NOTICE, Reply::Failed(kind, m)) => {
-                        s.alarm.get_or_insert_with(|| BootstrapError::new(kind, m));
+                        self.sound(&mut s, || BootstrapError::new(kind, m));
                     }
                     // Only requests still waiting keep their reply.
                     (id, reply) => {
@@ -292,6 +310,7 @@ impl StoreBootstrap {
             url: url.to_string(),
             state: Mutex::default(),
             arrived: Condvar::new(),
+            alarmed: Arc::default(),
         });
         let reader = {
             let shared = shared.clone();
@@ -333,8 +352,8 @@ impl StoreBootstrap {
         let started = Instant::now();
         let id = {
             let mut s = lock(&self.shared.state);
-            if let Some(e) = &s.broken {
-                return Err(e.clone());
+            if let Some(e) = s.cause() {
+                return Err(e);
             }
             s.next_id += 1;
             let id = s.next_id;
@@ -353,7 +372,7 @@ impl StoreBootstrap {
         let result = match (sent, s.replies.remove(&id).flatten()) {
             (Err(e), _) => Err(e),
             (Ok(()), Some(reply)) => Ok(reply),
-            (Ok(()), None) => Err(s.broken.clone().unwrap_or_else(|| {
+            (Ok(()), None) => Err(s.cause().unwrap_or_else(|| {
                 let (took, url) = (fmt_dur(&started.elapsed()), &self.shared.url);
                 let m = format!(
                     "timed out after {took}: no reply from the bootstrap server {url} to {what}"
@@ -469,7 +488,14 @@ impl Bootstrap for StoreBootstrap {
     }
 
     fn check_alive(&self) -> Result<(), BootstrapError> {
+        if !self.shared.alarmed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         lock(&self.shared.state).alarm.clone().map_or(Ok(()), Err)
+    }
+
+    fn alarm(&self) -> Arc<AtomicBool> {
+        self.shared.alarmed.clone()
     }
 
     /// Sends Exit{status} and waits (up to `op_timeout`) for the server to take it. Works

@@ -29,8 +29,9 @@ impl Team {
         let half = (c.rounds % 2) as usize;
         c.rounds += 1;
         let area = self.gather_area() + half * GATHER_HALF;
-        for (rank, off, data) in puts {
+        for (i, (rank, off, data)) in puts.enumerate() {
             self.put_count(rank, area + off, data, words::GATHER[half])?;
+            self.in_exchange(i);
         }
         c.gather[half] += u64::from(n);
         self.wait_word(
@@ -144,8 +145,9 @@ impl Team {
     fn exchange(&self, dest: usize, blocks: &[(u32, usize, Bytes<'_>)]) -> Result<()> {
         self.sync()?;
         let mut c = self.state.coll();
-        for (rank, off, data) in blocks {
+        for (i, (rank, off, data)) in blocks.iter().enumerate() {
             self.put_count(*rank, dest + off, *data, words::DATA)?;
+            self.in_exchange(i);
         }
         c.data += u64::from(self.n_pes());
         self.wait_word(words::DATA, c.data, "the blocks of an exchange")
@@ -221,6 +223,14 @@ impl Team {
         self.pull_blocks(dest.offset(), source.offset() + at, block)
     }
 
+    /// Fault point `coll.in_exchange`: after the first of an exchange's blocks.
+    #[inline(always)]
+    fn in_exchange(&self, block: usize) {
+        if block == 0 {
+            crate::fault::point("coll.in_exchange", self.inst.my_pe(), self.inst.id());
+        }
+    }
+
     /// The large alltoall: once every member has entered, each pulls its block from every
     /// member's source (`from` there, `len` bytes) into `dest` at the member's rank, starting
     /// with the next rank so that the members do not all read the same peer at once; a second
@@ -233,7 +243,7 @@ impl Team {
         let n = self.n_pes();
         let me = self.my_pe();
         self.sync()?;
-        for r in (1..=n).map(|k| (me + k) % n) {
+        for (i, r) in (1..=n).map(|k| (me + k) % n).enumerate() {
             let to = shmem_backend::LocalMut::Segment {
                 offset: dest + r as usize * len,
                 len,
@@ -241,6 +251,7 @@ impl Team {
             // SAFETY: see the comment on the impl in `coll/mod.rs`: both ranges were checked
             // against views of the heap, and the member is a PE of the instance.
             unsafe { self.t().get(self.q(), self.pe_of(r), from, to) }?;
+            self.in_exchange(i);
         }
         self.sync()
     }

@@ -87,6 +87,7 @@ fn exchange(inst: &Instance, call: HeapCall, status: u64, offset: u64) -> Result
         status,
         offset,
     };
+    crate::fault::point("malloc.in_allgather", inst.my_pe(), inst.id());
     let all = allgather_records(&*inst.inner.boot, &mine).map_err(|e| inst.fail(Error::from(e)))?;
     let me = inst.my_pe();
     let differs = all

@@ -17,6 +17,7 @@ use crate::instance::Instance;
 /// the count goes to the team's ENTERED word, which only hang reports read (so no waiter is
 /// woken for it), with a plain store where the transport maps this PE's segment on the host.
 pub(crate) fn record_entry(inst: &Instance, state: &TeamState) -> Result<()> {
+    inst.check_peers()?;
     let n = state.enter();
     let offset = (state.slot + words::ENTERED) as usize;
     match inst.inner.own_mapping {

@@ -430,6 +430,7 @@ pub(crate) fn barrier_over(
     q: &Queue,
     what: &dyn std::fmt::Display,
 ) -> Result<()> {
+    crate::fault::point("barrier.waiting", inst.my_pe(), inst.id());
     hang::record_entry(inst, state)?;
     let b = state.next_barrier();
     // SAFETY: the members are PEs of the instance and the sync words lie in its heap's reserved

@@ -30,6 +30,10 @@ use super::{
 
 /// The longest sleep of one supervision round (also the latency of noticing a PE's end).
 const TICK: Duration = Duration::from_millis(5);
+/// How long a PE's non-zero exit waits to become the job's cause, in case a PE that died by a
+/// signal shows up meanwhile: survivors that noticed a dead peer through the bootstrap can exit
+/// before the dead PE's own end is visible (its sockets close before it becomes a zombie).
+const SETTLE: Duration = Duration::from_millis(50);
 /// How long to wait for PEs to go away after SIGKILL before giving up on them.
 const REAP_AFTER_KILL: Duration = Duration::from_secs(2);
 /// How long to keep reading output after the last PE was reaped (a PE's own children may still
@@ -145,6 +149,7 @@ pub(super) fn run(job: &Job) -> Result<JobReport, LaunchError> {
         stopping: None,
         failure: None,
         first_failure: None,
+        held: None,
     };
     let mut report = supervisor.supervise();
     report.strict_seed = strict.map(|(seed, _)| seed);
@@ -240,6 +245,8 @@ struct Supervisor<'a> {
     failure: Option<String>,
     /// With `keep_going`: the first PE that failed, which did not stop the job.
     first_failure: Option<(u32, u32, Termination)>,
+    /// A PE's non-zero exit, held for [`SETTLE`] before it stops the job (until then).
+    held: Option<((u32, u32, Termination), Instant)>,
 }
 
 impl Supervisor<'_> {
@@ -386,9 +393,19 @@ impl Supervisor<'_> {
                         "PE {pe} (pid {pid}) {how}; the other PEs keep running"
                     ));
                 }
-            } else {
+            } else if matches!(how, Termination::Signaled(_)) {
+                self.held = None;
                 self.begin_stop(StopCause::PeFailed { pe, pid, how }, Instant::now());
+            } else if self.held.is_none() {
+                self.held = Some(((pe, pid, how), Instant::now() + SETTLE));
             }
+        }
+        let all_ended = self.pes.iter().all(|p| p.end.is_some());
+        if let (None, Some(((pe, pid, how), until))) = (&self.stopping, self.held)
+            && (all_ended || Instant::now() >= until)
+        {
+            self.held = None;
+            self.begin_stop(StopCause::PeFailed { pe, pid, how }, Instant::now());
         }
     }
 
@@ -468,6 +485,9 @@ impl Supervisor<'_> {
             });
         } else if let Some(deadline) = self.deadline {
             wake = wake.min(deadline);
+        }
+        if let Some((_, until)) = self.held {
+            wake = wake.min(until);
         }
         let ready = self.poll(wake.saturating_duration_since(now), true);
         let mode = self.job.output;
