@@ -514,6 +514,21 @@ impl Server {
         !marked.is_empty()
     }
 
+    /// Tells `shmemrun` that PE `rank` was lost, before the other PEs hear of it (and may exit
+    /// because of it), so that the launcher blames that PE. Only the server of the launcher's
+    /// own job (instance 0 with the job's secret) numbers the PEs as the launcher does.
+    fn tell_launcher(&self, rank: u32) {
+        use shmem_sim::launcher::env as launcher;
+        let ours = self.p.instance_id == 0
+            && std::env::var(launcher::SECRET)
+                .ok()
+                .and_then(|s| Secret::from_hex(&s))
+                .is_some_and(|s| s == self.p.secret);
+        if ours && let Err(e) = launcher::report_lost(rank) {
+            tracing::debug!("bootstrap: could not tell the launcher PE {rank} was lost: {e}");
+        }
+    }
+
     fn close_conn(&mut self, i: usize) {
         let Some(c) = self.conns[i].take() else {
             return;
@@ -534,6 +549,7 @@ impl Server {
                 let peer = c.peer;
                 let m = format!("PE {rank} was lost: it {reason} (connection from {peer}){hint}");
                 tracing::debug!("bootstrap: {m}");
+                self.tell_launcher(rank);
                 self.break_job(BootstrapError::new(Kind::PeerLost { pe: rank }, m), rank);
                 Slot::Gone
             }

@@ -187,6 +187,19 @@ pub fn launched_pe() -> Result<Option<LaunchInfo>, EnvError> {
 /// the launcher) or malformed, or if the descriptor is not a pipe or the write fails (for
 /// example `EPIPE` when the launcher is gone).
 pub fn request_global_exit(status: i32) -> io::Result<()> {
+    let pe = std::env::var(PE).ok().and_then(|v| v.parse::<u32>().ok());
+    write_control(&control_line(status, pe))
+}
+
+/// Tells the launcher that PE `pe` of the job was lost (its bootstrap connection closed without
+/// finalize), so that the launcher blames it rather than a PE that exits because it noticed.
+/// The bootstrap server of the launcher's job calls it; fails as [`request_global_exit`] does.
+pub fn report_lost(pe: u32) -> io::Result<()> {
+    write_control(&format!("lost {pe}\n"))
+}
+
+/// Writes one control line to the control descriptor in one `write`.
+fn write_control(line: &str) -> io::Result<()> {
     let Some(raw) = std::env::var_os(CONTROL_FD) else {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
@@ -195,8 +208,6 @@ pub fn request_global_exit(status: i32) -> io::Result<()> {
     };
     let fd =
         parse_fd(CONTROL_FD, &raw).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let pe = std::env::var(PE).ok().and_then(|v| v.parse::<u32>().ok());
-    let line = control_line(status, pe);
     // SAFETY: the descriptor number comes from the launcher contract, which reserves it for
     // this purpose in every PE; it is borrowed only for the duration of this function and never
     // closed here. If it is not open the kernel reports EBADF, which is returned as an error.
@@ -242,14 +253,35 @@ pub(crate) struct ExitRequest {
     pub(crate) pe: Option<u32>,
 }
 
+/// A line of the control pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Control {
+    /// `exit <status> [<pe>]`: `global_exit`.
+    Exit(ExitRequest),
+    /// `lost <pe>`: the bootstrap server saw PE `pe` go without finalize.
+    Lost(u32),
+}
+
 /// Parses one control line (without its newline).
-pub(crate) fn parse_control_line(line: &[u8]) -> Result<ExitRequest, String> {
+pub(crate) fn parse_control_line(line: &[u8]) -> Result<Control, String> {
     let text = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_owned())?;
     let text = text.trim_end_matches('\r');
+    if let Some(pe) = text.strip_prefix("lost ") {
+        return pe
+            .trim()
+            .parse()
+            .map(Control::Lost)
+            .map_err(|_| format!("bad PE number in {text:?} (expected `lost <pe>`)"));
+    }
+    parse_exit(text).map(Control::Exit)
+}
+
+/// Parses `exit <status> [<pe>]`.
+fn parse_exit(text: &str) -> Result<ExitRequest, String> {
     let mut words = text.split_ascii_whitespace();
     if words.next() != Some("exit") {
         return Err(format!(
-            "unknown request {text:?} (expected `exit <status> [<pe>]`)"
+            "unknown request {text:?} (expected `exit <status> [<pe>]` or `lost <pe>`)"
         ));
     }
     let status = match words.next().map(str::parse::<i32>) {
@@ -535,18 +567,20 @@ mod tests {
         for (status, pe) in [(0, None), (7, Some(3)), (-1, Some(0))] {
             let line = control_line(status, pe);
             let req = parse_control_line(line.trim_end().as_bytes()).unwrap();
-            assert_eq!(req, ExitRequest { status, pe });
+            assert_eq!(req, Control::Exit(ExitRequest { status, pe }));
         }
+        assert_eq!(parse_control_line(b"lost 12").unwrap(), Control::Lost(12));
+        assert!(parse_control_line(b"lost x").is_err());
         assert!(parse_control_line(b"quit 3").is_err());
         assert!(parse_control_line(b"exit").is_err());
         assert!(parse_control_line(b"exit x").is_err());
         assert!(parse_control_line(b"exit 1 2 3").is_err());
         assert_eq!(
             parse_control_line(b"exit 5\r").unwrap(),
-            ExitRequest {
+            Control::Exit(ExitRequest {
                 status: 5,
                 pe: None
-            }
+            })
         );
     }
 }

@@ -31,8 +31,9 @@
 //!   what happened, sends SIGTERM (or the forwarded signal) to the PEs still running, SIGKILL
 //!   after a grace period ([`Job::kill_grace`], at most 2 s) and reaps them; the whole stop is
 //!   over within about 4 s of the event. A PE that exits with 0 while others run is normal. A
-//!   non-zero exit becomes the job's cause 50 ms later, unless a PE that died by a signal shows
-//!   up meanwhile: the PEs that notice a dead peer may exit before its own end is visible.
+//!   non-zero exit becomes the job's cause 50 ms later, unless a PE that died by a signal, or
+//!   the PE the bootstrap server reported lost (`lost <pe>` on the control pipe), ends
+//!   meanwhile: the PEs that notice a dead peer may exit before its own end is visible.
 //! - The job's exit code ([`JobReport::exit_code`]) is the status of the first PE that failed,
 //!   in the order the launcher saw them (128 + N for a PE killed by signal N); the status given
 //!   to `global_exit`; 124 after a timeout; 128 + N after a forwarded signal N; else 0.

@@ -19,7 +19,7 @@ use rustix::io::Errno;
 use rustix::pipe::PipeFlags;
 use rustix::process::{Pid, Resource, Signal as RxSignal};
 
-use super::env::{self, ExitRequest, SECRET_BYTES};
+use super::env::{self, Control, ExitRequest, SECRET_BYTES};
 use super::output::{self, Kind, Sink, Stream};
 use super::signals::Forwarding;
 use super::spawn::{self, Shared};
@@ -150,6 +150,7 @@ pub(super) fn run(job: &Job) -> Result<JobReport, LaunchError> {
         failure: None,
         first_failure: None,
         held: None,
+        lost: None,
     };
     let mut report = supervisor.supervise();
     report.strict_seed = strict.map(|(seed, _)| seed);
@@ -247,6 +248,8 @@ struct Supervisor<'a> {
     first_failure: Option<(u32, u32, Termination)>,
     /// A PE's non-zero exit, held for [`SETTLE`] before it stops the job (until then).
     held: Option<((u32, u32, Termination), Instant)>,
+    /// The first PE the bootstrap server reported lost (`lost <pe>` on the control pipe).
+    lost: Option<u32>,
 }
 
 impl Supervisor<'_> {
@@ -315,7 +318,10 @@ impl Supervisor<'_> {
         while let Some(end) = self.control_buf.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.control_buf.drain(..=end).collect();
             match env::parse_control_line(&line[..end]) {
-                Ok(request) => self.on_exit_request(request),
+                Ok(Control::Exit(request)) => self.on_exit_request(request),
+                Ok(Control::Lost(pe)) => {
+                    self.lost.get_or_insert(pe);
+                }
                 Err(why) => self.say(&format!("ignoring a request on the control pipe: {why}")),
             }
         }
@@ -401,11 +407,21 @@ impl Supervisor<'_> {
             }
         }
         let all_ended = self.pes.iter().all(|p| p.end.is_some());
-        if let (None, Some(((pe, pid, how), until))) = (&self.stopping, self.held)
-            && (all_ended || Instant::now() >= until)
-        {
-            self.held = None;
-            self.begin_stop(StopCause::PeFailed { pe, pid, how }, Instant::now());
+        if let (None, Some((held, until))) = (&self.stopping, self.held) {
+            // The PE the bootstrap server saw go first is the cause once its end is visible.
+            let lost = self
+                .lost
+                .and_then(|l| self.pes.get(l as usize))
+                .and_then(|p| match p.end {
+                    Some(PeEnd::Exited(c)) if c != 0 => Some((p.pe, p.pid, Termination::Exited(c))),
+                    _ => None,
+                });
+            if let Some((pe, pid, how)) =
+                lost.or_else(|| (all_ended || Instant::now() >= until).then_some(held))
+            {
+                self.held = None;
+                self.begin_stop(StopCause::PeFailed { pe, pid, how }, Instant::now());
+            }
         }
     }
 
