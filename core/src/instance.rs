@@ -352,7 +352,6 @@ impl Instance {
         &self.inner.queue
     }
 
-    /// Maps an error from a blocking operation, ending this PE if another PE ended the job.
     /// Fails at once, naming the lost PE, once the bootstrap has told this PE of a lost peer or
     /// of the job's end. Every barrier, collective, wait and lock asks before it starts: a PE
     /// that learnt of a failure must not arrive at another barrier or send another collective's
@@ -374,6 +373,7 @@ impl Instance {
             .map_err(|e| self.fail(Error::from(e)))
     }
 
+    /// Maps an error from a blocking operation, ending this PE if another PE ended the job.
     pub(crate) fn fail(&self, e: Error) -> Error {
         exit_if_job_ended(&e);
         e
