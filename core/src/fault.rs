@@ -10,7 +10,7 @@
 //! it to one PE of the instance's world and one instance; without them it fires in every PE
 //! and instance that reaches the point.
 //!
-//! The points:
+//! The points (`POINTS`, exported as `shmem::FAULT_POINTS` with the feature):
 //!
 //! | point | where |
 //! |---|---|
@@ -18,10 +18,23 @@
 //! | `malloc.in_allgather` | a collective allocation, before its allgather of the PEs' records |
 //! | `barrier.waiting` | a barrier over a team, before this PE announces its arrival |
 //! | `wait_until.waiting` | a point-to-point wait (`wait_until`, `wait`, signal waits), about to wait |
-//! | `coll.in_exchange` | an exchange collective (fcollect, alltoall, collect), between its blocks |
+//! | `coll.in_exchange` | an exchange (fcollect, alltoall, collect, the internal gathers), after its first block |
 //! | `lock.held` | a distributed lock just acquired |
-//! | `kernel.in_launch` | a kernel launch, before its blocks run |
+//! | `kernel.in_launch` | a kernel's block, before its body runs |
 //! | `finalize.entered` | instance finalize, before its closing barrier |
+
+/// Every point the library has; `SHMEM_FAULT` naming another is refused.
+#[cfg(feature = "fault-injection")]
+pub const POINTS: &[&str] = &[
+    "init.after_connect",
+    "malloc.in_allgather",
+    "barrier.waiting",
+    "wait_until.waiting",
+    "coll.in_exchange",
+    "lock.held",
+    "kernel.in_launch",
+    "finalize.entered",
+];
 
 /// Fault point `name`, reached by world PE `pe` of instance `instance`.
 #[inline(always)]
@@ -37,17 +50,7 @@ mod armed {
     use std::sync::OnceLock;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    /// Every point [`super::point`] is called with; `SHMEM_FAULT` naming another is refused.
-    const POINTS: &[&str] = &[
-        "init.after_connect",
-        "malloc.in_allgather",
-        "barrier.waiting",
-        "wait_until.waiting",
-        "coll.in_exchange",
-        "lock.held",
-        "kernel.in_launch",
-        "finalize.entered",
-    ];
+    use super::POINTS;
 
     #[derive(Clone, Copy, Debug, PartialEq)]
     enum Action {
@@ -134,19 +137,17 @@ mod armed {
             match f.action {
                 Action::Kill => {
                     let _ = rustix::process::kill_process(me, rustix::process::Signal::KILL);
+                    // The signal is delivered before kill returns to a single-threaded caller;
+                    // a thread of a multi-threaded one may see it a moment later.
+                    loop {
+                        std::thread::park();
+                    }
                 }
                 // SAFETY: `_exit` ends the process at once, running no atexit handler and no
                 // destructor: the PE leaves without finalize, as the fault means.
                 Action::Exit => unsafe { libc::_exit(3) },
                 Action::Stop => {
                     let _ = rustix::process::kill_process(me, rustix::process::Signal::STOP);
-                }
-            }
-            if f.action == Action::Kill {
-                // The signal is delivered before kill returns to a single-threaded caller; a
-                // thread of a multi-threaded one may see it a moment later.
-                loop {
-                    std::thread::park();
                 }
             }
         }

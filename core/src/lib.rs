@@ -60,6 +60,8 @@ pub use coll::{Complex32, Complex64, ReduceOp, Reducible};
 pub use ctx::{Context, CtxOptions, CtxRef};
 pub use error::{Code, Error, Result};
 pub use fabric::Stream;
+#[cfg(feature = "fault-injection")]
+pub use fault::POINTS as FAULT_POINTS;
 pub use half::{bf16, f16};
 pub use info::{
     MAJOR_VERSION, MAX_NAME_LEN, MINOR_VERSION, VENDOR_STRING, info_get_name, info_get_version,
