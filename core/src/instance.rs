@@ -28,6 +28,8 @@ pub(crate) struct Inner {
     pub(crate) id: u64,
     pub(crate) my_pe: u32,
     pub(crate) n_pes: u32,
+    /// The process that created the instance; in a forked child it is not the PE.
+    owner_pid: i32,
     pub(crate) attrs: Attributes,
     pub(crate) boot: Arc<dyn Bootstrap>,
     /// The bootstrap's [`Bootstrap::alarm`].
@@ -63,6 +65,14 @@ pub(crate) struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if self.owner_pid != crate::exit::pid() {
+            // A forked child holds copies of the parent's sockets and mappings: closing the
+            // bootstrap would shut down the parent's connection (a socket shutdown acts on the
+            // shared connection) and stop PE 0's server. The child leaks them instead.
+            std::mem::forget(Arc::clone(&self.boot));
+            std::mem::forget(Arc::clone(&self.fabric));
+            return;
+        }
         if self.state.load(Ordering::Acquire) == LIVE {
             tracing::warn!(
                 "the last handle to instance {} on PE {} was dropped without finalize: its peers will see this PE as gone",
@@ -118,7 +128,7 @@ pub(crate) fn exit_if_job_ended(e: &Error) {
         crate::diag::warn(format_args!(
             "PE {pe} called global_exit({status}); ending this PE with status {status}"
         ));
-        std::process::exit(status);
+        crate::exit::exit_without_finalize(status);
     }
 }
 
@@ -239,6 +249,7 @@ impl Instance {
             id: attrs.instance_id,
             my_pe,
             n_pes,
+            owner_pid: crate::exit::pid(),
             attrs: attrs.clone(),
             heap_base: fabric.segment_base(my_pe) as usize,
             own_mapping: fabric.host_mapping(my_pe).map(|p| p.as_ptr() as usize),
@@ -257,6 +268,9 @@ impl Instance {
             fabric: Arc::new(fabric),
         });
         claim.commit(&inner);
+        crate::exit::arm();
+        // A PE of shmemrun's job ends with the launcher, also when it is not its child.
+        shmem_sim::launcher::env::watch_lifeline();
         let inst = Instance { inner };
         if inst.inner.statics.is_some() {
             // No PE reaches another's static data before its owner has shared it.
@@ -315,6 +329,11 @@ impl Instance {
     #[inline]
     pub fn is_initialized(&self) -> bool {
         self.inner.state.load(Ordering::Acquire) == LIVE
+    }
+
+    /// The process that created the instance (a forked child is not its PE).
+    pub(crate) fn owner_pid(&self) -> i32 {
+        self.inner.owner_pid
     }
 
     #[inline]
@@ -539,6 +558,11 @@ impl Instance {
     /// every PE, and closes the bootstrap. Handles that remain valid memory-wise (no use after
     /// free is possible) but every operation on them fails with `NotInitialized`. Finalising a
     /// finalised instance succeeds and does nothing.
+    ///
+    /// An instance still live when its process exits (`std::process::exit`, or a C program
+    /// returning from `main`) is finalized then; dropping its last handle instead makes the PE
+    /// leave without finalize, and its peers see it as gone. A forked child never finalizes
+    /// its parent's instances.
     pub fn finalize(&self) -> Result<()> {
         if self
             .inner
@@ -572,7 +596,7 @@ impl Instance {
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
-        std::process::exit(status)
+        crate::exit::exit_without_finalize(status)
     }
 }
 

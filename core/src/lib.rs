@@ -30,6 +30,7 @@ mod coll;
 mod ctx;
 mod diag;
 mod error;
+mod exit;
 mod fabric;
 mod fault;
 pub(crate) mod heap;
@@ -59,6 +60,7 @@ pub use bootstrap::{BootstrapError, BootstrapErrorKind, RefuseReason};
 pub use coll::{Complex32, Complex64, ReduceOp, Reducible};
 pub use ctx::{Context, CtxOptions, CtxRef};
 pub use error::{Code, Error, Result};
+pub use exit::exit_without_finalize;
 pub use fabric::Stream;
 #[cfg(feature = "fault-injection")]
 pub use fault::POINTS as FAULT_POINTS;

@@ -9,6 +9,28 @@ use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, fence};
 
 use shmem_backend::{AmoOp, SignalOp, Width};
 
+/// Copies `len` bytes of the program's own memory (its static data) word by word, with volatile
+/// accesses, so that no `memcpy` runs.
+///
+/// A copy of a whole data segment spans many of the program's globals and the redzones between
+/// them, which AddressSanitizer's `memcpy` interceptor reports as an overflow in a program
+/// built with `-fsanitize=address`. This copy is not intercepted, and it runs once per init or
+/// fork, so its speed does not matter.
+///
+/// # Safety
+///
+/// `src..src + len` is readable and `dst..dst + len` writable, the two do not overlap, both
+/// addresses and `len` are multiples of 8, and nothing else writes either range during the
+/// call.
+pub unsafe fn copy_program_memory(dst: *mut u8, src: *const u8, len: usize) {
+    debug_assert!((dst as usize | src as usize | len).is_multiple_of(8));
+    let (dst, src) = (dst.cast::<u64>(), src.cast::<u64>());
+    for i in 0..len / 8 {
+        // SAFETY: word `i` lies inside both ranges, which are aligned (the caller's contract).
+        unsafe { dst.add(i).write_volatile(src.add(i).read_volatile()) };
+    }
+}
+
 /// The memory ordering of each kind of access, for weakly ordered hosts (Ascend servers run
 /// aarch64): one constant per role, used by the accesses here and by the loom models of the
 /// protocols built on them.

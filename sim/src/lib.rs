@@ -28,7 +28,7 @@ mod strict;
 mod transport;
 mod wait;
 
-pub use access::ordering;
+pub use access::{copy_program_memory, ordering};
 pub use launch::{Core, Kernel, KernelError, KernelResult, MAX_AIV_PER_NPU, UB_ALIGN, UB_SIZE};
 pub use segment::page_size;
 pub use settings::{SettingError, SimSettings, WaitPolicy, strict_seed};

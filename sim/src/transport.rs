@@ -1069,8 +1069,8 @@ impl Transport for SimTransport {
         let seg = self.at(self.my_pe, offset);
         // SAFETY: the caller keeps `at..at + len` readable and unwritten during the call; the
         // segment bytes lie inside this PE's mapped segment (checked above) and no PE accesses
-        // them yet.
-        unsafe { std::ptr::copy_nonoverlapping(at.as_ptr(), seg, len) };
+        // them yet; both are page-aligned. (Not `memcpy`: see `copy_program_memory`.)
+        unsafe { crate::access::copy_program_memory(seg, at.as_ptr(), len) };
         // SAFETY: maps bytes `offset..offset + len` of this PE's segment (page-aligned, inside
         // the instance's object) over `at..at + len`, which the caller says holds no Rust
         // object.

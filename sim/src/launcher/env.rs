@@ -37,6 +37,13 @@
 //!
 //! [`launched_pe`] parses the variables on the PE side and [`request_global_exit`] writes the
 //! control line.
+//!
+//! # The lifeline
+//!
+//! The launcher keeps the only read end of the control pipe. When it dies, the write end in
+//! every PE reports an error, whichever process holds it: [`watch_lifeline`] turns that into
+//! the PE's exit. (The launcher's parent-death signal reaches only its own children, not a PE
+//! started under `sh -c`, `timeout` or another wrapper.)
 
 use std::ffi::OsString;
 use std::io;
@@ -198,8 +205,8 @@ pub fn report_lost(pe: u32) -> io::Result<()> {
     write_control(&format!("lost {pe}\n"))
 }
 
-/// Writes one control line to the control descriptor in one `write`.
-fn write_control(line: &str) -> io::Result<()> {
+/// The control descriptor named by `SHMEMRUN_CONTROL_FD`, checked to be a pipe or socket.
+fn control_descriptor() -> io::Result<BorrowedFd<'static>> {
     let Some(raw) = std::env::var_os(CONTROL_FD) else {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
@@ -209,8 +216,8 @@ fn write_control(line: &str) -> io::Result<()> {
     let fd =
         parse_fd(CONTROL_FD, &raw).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     // SAFETY: the descriptor number comes from the launcher contract, which reserves it for
-    // this purpose in every PE; it is borrowed only for the duration of this function and never
-    // closed here. If it is not open the kernel reports EBADF, which is returned as an error.
+    // this purpose in every PE for the life of the process; nothing here closes it. If it is not
+    // open the kernel reports EBADF, which is returned as an error.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     let stat = rustix::fs::fstat(fd)?;
     let kind = FileType::from_raw_mode(stat.st_mode);
@@ -220,6 +227,67 @@ fn write_control(line: &str) -> io::Result<()> {
             format!("SHMEMRUN_CONTROL_FD names a {kind:?}, not the launcher's control pipe"),
         ));
     }
+    Ok(fd)
+}
+
+/// Ends this process soon after the launcher dies: the lifeline.
+///
+/// The launcher holds the only read end of the control pipe, so when it dies, however it dies,
+/// the pipe's write end that every PE inherits reports an error. A thread of this process
+/// waits for that in `poll` (it uses no CPU until then) and then exits the process with status
+/// 1 and one line on standard error. This reaches PEs that the launcher's parent-death signal
+/// does not: a program started under a wrapper (`sh -c`, `timeout`, `/usr/bin/time`,
+/// `perf record`) is not the launcher's child.
+///
+/// Does nothing when the process was not started by `shmemrun`, and at most once per process
+/// (a forked child does not inherit the thread, so it is not watched). Returns whether the
+/// lifeline is being watched.
+pub fn watch_lifeline() -> bool {
+    static WATCHING: Mutex<Option<bool>> = Mutex::new(None);
+    let mut watching = WATCHING.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(w) = *watching {
+        return w;
+    }
+    let started = control_descriptor().ok().is_some_and(|fd| {
+        let pe = std::env::var(PE).unwrap_or_else(|_| "?".into());
+        std::thread::Builder::new()
+            .name("shmem-lifeline".into())
+            .spawn(move || {
+                wait_for_launcher_death(fd);
+                // One write, so that the lines of several PEs never mix.
+                let line = format!(
+                    "shmem: PE {pe}: the launcher is gone (the job's control pipe has no reader); exiting\n"
+                );
+                let _ = io::Write::write_all(&mut io::stderr(), line.as_bytes());
+                // SAFETY: `_exit` ends the process at once; the job is over, and running the
+                // process's exit handlers (which finalize with peers) would only wait for them.
+                unsafe { libc::_exit(1) }
+            })
+            .is_ok()
+    });
+    *watching = Some(started);
+    started
+}
+
+/// Blocks until `fd`, the write end of the control pipe (or a socket in its place), has no
+/// reader any more.
+fn wait_for_launcher_death(fd: BorrowedFd<'static>) {
+    use rustix::event::{PollFd, PollFlags};
+    loop {
+        // No events requested: poll reports only POLLERR (a pipe without readers) and POLLHUP.
+        let mut fds = [PollFd::new(&fd, PollFlags::empty())];
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) if !fds[0].revents().is_empty() => return,
+            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
+            // The descriptor was closed under us (EBADF, a program bug): no lifeline left.
+            Err(_) => std::thread::park(),
+        }
+    }
+}
+
+/// Writes one control line to the control descriptor in one `write`.
+fn write_control(line: &str) -> io::Result<()> {
+    let fd = control_descriptor()?;
     loop {
         match rustix::io::write(fd, line.as_bytes()) {
             Ok(n) if n == line.len() => return Ok(()),

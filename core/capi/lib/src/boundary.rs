@@ -76,6 +76,9 @@ fn failed<T>(name: &str, fallback: T, e: Error) -> T {
 /// Ends the process: what OpenSHMEM programs expect of an unrecoverable failure.
 #[cold]
 pub(crate) fn fatal(name: &str, why: &str, status: i32) -> ! {
-    eprintln!("shmem: {name}: {why}; ending this PE");
-    std::process::exit(if status == 0 { 1 } else { status })
+    // One write, so that the lines of several PEs never mix.
+    let line = format!("shmem: {name}: {why}; ending this PE\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    // No finalize at exit: it could only fail on the lost peer or wait for the others.
+    shmem_core::exit_without_finalize(if status == 0 { 1 } else { status })
 }

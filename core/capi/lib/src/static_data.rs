@@ -197,9 +197,10 @@ extern "C" fn private_in_child() {
     };
     // SAFETY: `at..at + len` is the shared range, mapped in the child as in the parent, and
     // `copy` a fresh mapping of `len` bytes; only this thread runs in the child. The range is
-    // saved, replaced with private memory, and filled again from the copy.
+    // saved, replaced with private memory, and filled again from the copy (page-aligned, and
+    // not with `memcpy`, which AddressSanitizer would check against the globals' redzones).
     unsafe {
-        std::ptr::copy_nonoverlapping(at as *const u8, copy.cast::<u8>(), len);
+        shmem_sim::copy_program_memory(copy.cast::<u8>(), at as *const u8, len);
         let private = rustix::mm::mmap_anonymous(
             at as *mut c_void,
             len,
@@ -207,7 +208,7 @@ extern "C" fn private_in_child() {
             MapFlags::PRIVATE | MapFlags::FIXED,
         );
         if private.is_ok() {
-            std::ptr::copy_nonoverlapping(copy.cast::<u8>(), at as *mut u8, len);
+            shmem_sim::copy_program_memory(at as *mut u8, copy.cast::<u8>(), len);
         }
         let _ = rustix::mm::munmap(copy, len);
         if private.is_err() {

@@ -11,6 +11,11 @@ use shmem_core::{Error, Instance, Result, ThreadLevel};
 /// last `shmem_finalize` publishes a new one, and the finalized one refuses further use.
 static WORLD: AtomicPtr<Instance> = AtomicPtr::new(std::ptr::null_mut());
 
+/// Default instances of earlier init/finalize cycles: never freed (a routine of another thread
+/// may still hold one), and kept reachable here so that leak checkers (LeakSanitizer, valgrind)
+/// do not report them.
+static RETIRED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
 /// How many `shmem_init`/`shmem_init_thread` calls are not yet matched by a `shmem_finalize`
 /// (OpenSHMEM 1.6 lets them nest). Held while the default instance is created or finalized,
 /// so that concurrent calls see one or the other, never half of either.
@@ -50,7 +55,13 @@ pub(crate) fn open(
         return Ok(world()?.query_thread());
     }
     let (inst, level) = create()?;
-    WORLD.store(Box::into_raw(Box::new(inst)), Ordering::Release);
+    let old = WORLD.swap(Box::into_raw(Box::new(inst)), Ordering::AcqRel);
+    if !old.is_null() {
+        RETIRED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(old as usize);
+    }
     *open = 1;
     Ok(level)
 }

@@ -579,3 +579,270 @@ fn shmem_global_exit_ends_the_whole_job_with_its_status() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A PE that returns from `main` or calls `exit()` without `shmem_finalize` (legacy
+/// `start_pes` programs never call it) finalizes at exit: it stays in the job, its memory
+/// reachable, until every PE has finalized.
+#[test]
+fn a_pe_that_leaves_main_without_finalize_stays_until_every_pe_finalizes() {
+    let dir = temp_dir("exit-paths");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/exit_paths.c",
+        &["-std=c11"],
+        &dir,
+    );
+    for mode in ["return", "exit"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+            .args(["-n", "3", "--timeout", "120", "--"])
+            .arg(&exe)
+            .arg(mode)
+            .env("SHMEM_TIMEOUT", "60")
+            .output()
+            .expect("oshrun runs");
+        let text = text(&out);
+        assert!(out.status.success(), "{mode}:\n{text}");
+        assert!(
+            text.contains("PE 0 leaves without finalize"),
+            "{mode}:\n{text}"
+        );
+        assert_eq!(text.matches(" ok").count(), 2, "{mode}:\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `system()` and `fork()` after `shmem_init`: a child that exits, or returns from `main`,
+/// runs the exit handlers of a process that is not the PE; it must not finalize the parent's
+/// instance or touch its bootstrap connection.
+#[test]
+fn fork_and_system_after_init_leave_the_pe_intact() {
+    let dir = temp_dir("exit-paths-fork");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/exit_paths.c",
+        &["-std=c11"],
+        &dir,
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+        .args(["-n", "2", "--timeout", "120", "--"])
+        .arg(&exe)
+        .arg("fork")
+        .env("SHMEM_TIMEOUT", "60")
+        .output()
+        .expect("oshrun runs");
+    let text = text(&out);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(text.matches(" ok").count(), 2, "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Processes (not zombies) whose environment holds `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+        })
+        .collect()
+}
+
+/// When `oshrun` is killed, every PE exits soon after, also when a wrapper (`sh -c`, `timeout`,
+/// `/usr/bin/time`, `perf record`) stands between the launcher and the program, so that the
+/// launcher's parent-death signal does not reach it: the PEs watch the job's control pipe
+/// (the lifeline). The test bounds each case by 20 s (a hang catcher) and prints the time.
+#[test]
+fn every_pe_exits_soon_after_the_launcher_dies_also_under_a_wrapper() {
+    use std::time::{Duration, Instant};
+    let dir = temp_dir("lifeline");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/exit_paths.c",
+        &["-std=c11"],
+        &dir,
+    );
+    let exe = exe.to_str().expect("a UTF-8 path").to_owned();
+    let perf_data = dir.join("perf.data");
+    let perf_data = perf_data.to_str().expect("a UTF-8 path");
+    let perf_works = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-o",
+            perf_data,
+            "--",
+            "true",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut wrappers: Vec<(&str, Vec<String>)> = vec![
+        ("none", vec![exe.clone(), "hold".into()]),
+        (
+            "sh -c",
+            vec!["sh".into(), "-c".into(), format!("'{exe}' hold; true")],
+        ),
+        (
+            "timeout",
+            vec!["timeout".into(), "300".into(), exe.clone(), "hold".into()],
+        ),
+        (
+            "/usr/bin/time",
+            vec!["/usr/bin/time".into(), exe.clone(), "hold".into()],
+        ),
+    ];
+    if perf_works {
+        wrappers.push((
+            "perf record",
+            [
+                "perf",
+                "record",
+                "-q",
+                "-e",
+                "cpu-clock",
+                "-o",
+                perf_data,
+                "--",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([exe.clone(), "hold".into()])
+            .collect(),
+        ));
+    } else {
+        println!("perf record cannot run here: that wrapper is not tested");
+    }
+    for (k, (name, argv)) in wrappers.iter().enumerate() {
+        let held = dir.join(format!("held-{k}"));
+        std::fs::create_dir_all(&held).unwrap();
+        let mark = format!("SHMEM_LIFELINE_TEST={}-{k}", std::process::id());
+        let (key, value) = mark.split_once('=').unwrap();
+        let mut launcher = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+            .args(["-n", "2", "--timeout", "300", "--"])
+            .args(argv)
+            .env("HOLD_DIR", &held)
+            .env(key, value)
+            .env("SHMEM_TIMEOUT", "240")
+            .env("SHMEM_HANG_REPORT", "off")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("oshrun starts");
+        let start = Instant::now();
+        while !(held.join("pe0").exists() && held.join("pe1").exists()) {
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "{name}: the PEs did not initialise"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        launcher.kill().expect("the launcher can be killed");
+        let killed = Instant::now();
+        launcher.wait().expect("the launcher is reaped");
+        while !processes_with(&mark).is_empty() {
+            assert!(
+                killed.elapsed() < Duration::from_secs(20),
+                "{name}: processes left 20 s after the launcher's death: {:?}",
+                processes_with(&mark)
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        println!(
+            "wrapper {name}: every process gone {:.3} s after the launcher's death",
+            killed.elapsed().as_secs_f64()
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A C program's PE 2 of 4 dies (SIGKILL, or `_exit` without finalize) while the others are
+/// blocked in a barrier or a wait: under `oshrun` the job ends with PE 2's status and the
+/// launcher names PE 2 and how it ended; no survivor returns from its blocked call. (The
+/// launcher-killed case is `every_pe_exits_soon_after_the_launcher_dies_also_under_a_wrapper`.)
+#[test]
+fn a_c_pe_dying_in_a_barrier_or_wait_ends_the_job_naming_it() {
+    use std::time::{Duration, Instant};
+    let dir = temp_dir("c-faults");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/exit_paths.c",
+        &["-std=c11"],
+        &dir,
+    );
+    for (how, code, says) in [
+        ("kill", 137, "SIGKILL"),
+        ("_exit", 3, "exited with status 3"),
+    ] {
+        for at in ["barrier", "wait"] {
+            let start = Instant::now();
+            let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
+                .args(["-n", "4", "--timeout", "120", "--"])
+                .arg(&exe)
+                .args(["die", how, at])
+                .env("SHMEM_TIMEOUT", "60")
+                .output()
+                .expect("oshrun runs");
+            let took = start.elapsed();
+            let text = text(&out);
+            println!(
+                "{how} in {at}: the job ended in {:.2} s",
+                took.as_secs_f64()
+            );
+            assert!(took < Duration::from_secs(30), "{how} in {at}: {took:?}");
+            assert_eq!(out.status.code(), Some(code), "{how} in {at}:\n{text}");
+            assert!(
+                text.contains("shmemrun: PE 2 ") && text.contains(says),
+                "{how} in {at}:\n{text}"
+            );
+            assert!(!text.contains("returned from"), "{how} in {at}:\n{text}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The same PE 2 leaving without finalize under Open MPI's `mpirun`: each of the three
+/// survivors fails its blocked call naming PE 2. (`orte_abort_on_non_zero_status 0` keeps
+/// mpirun from killing the survivors before they notice; Open MPI's own cleanup is not ours
+/// to test.)
+#[test]
+fn under_mpirun_the_survivors_of_a_c_pe_leaving_without_finalize_name_it() {
+    let mpirun = ["/usr/bin/mpirun", "/usr/local/bin/mpirun"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.is_file())
+        .expect("Open MPI's mpirun (Debian openmpi-bin; .ci/run installs it)");
+    let dir = temp_dir("c-faults-mpirun");
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        "conformance/c/exit_paths.c",
+        &["-std=c11"],
+        &dir,
+    );
+    for at in ["barrier", "wait"] {
+        let mut cmd = Command::new("timeout");
+        cmd.args(["-k", "10", "120"])
+            .arg(mpirun)
+            .args(["--allow-run-as-root", "--oversubscribe"])
+            .args(["--mca", "orte_abort_on_non_zero_status", "0", "-np", "4"])
+            .arg(&exe)
+            .args(["die", "_exit", at])
+            .env("SHMEM_TIMEOUT", "60");
+        for v in shmem_sim::launcher::env::ALL {
+            cmd.env_remove(v);
+        }
+        let out = cmd.output().expect("mpirun runs");
+        let text = text(&out);
+        assert_ne!(
+            out.status.code(),
+            Some(124),
+            "{at}: mpirun timed out:\n{text}"
+        );
+        assert_eq!(text.matches("PE 2 is gone").count(), 3, "{at}:\n{text}");
+        assert!(!text.contains("returned from"), "{at}:\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

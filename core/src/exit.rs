@@ -1,0 +1,81 @@
+//! What becomes of this process's live instances when it exits or forks.
+//!
+//! - **Exit.** When the process that created an instance exits (`exit()`, or returning from
+//!   a C `main`) while the instance is still live, the instance is finalized first: legacy
+//!   programs (`start_pes`) never call finalize, and a PE that leaves early must keep its
+//!   memory reachable until every PE has arrived. The finalize is the ordinary collective one,
+//!   so it is bounded by the instance's operation timeout, and the live instances are
+//!   finalized in ascending id order (the same on every PE). A failure is reported on standard
+//!   error in one line; the process still exits with its own status.
+//! - **Fork.** A forked child inherits the parent's instances as memory, not as PEs: its
+//!   `exit()` and its dropping of handles never finalize them, say goodbye on the parent's
+//!   bootstrap connection or shut down the parent's sockets.
+//! - **`global_exit`** and [`exit_without_finalize`] (the C ABI's end of a PE after an
+//!   unrecoverable failure) leave without finalizing.
+//!
+//! Dropping the last handle of a live instance (the Rust API's `Instance`) is not a finalize:
+//! the PE leaves, and its peers see it as gone.
+
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::instance::Instance;
+
+/// `atexit` registration, once per process image (a forked child inherits it).
+static ARMED: Once = Once::new();
+
+/// Set by [`exit_without_finalize`]: the process leaves without finalizing.
+static LEAVING: AtomicBool = AtomicBool::new(false);
+
+/// This process's id (not cached: a forked child must see its own).
+pub(crate) fn pid() -> i32 {
+    rustix::process::getpid().as_raw_nonzero().get()
+}
+
+/// Makes sure live instances are finalized when this process exits.
+pub(crate) fn arm() {
+    ARMED.call_once(|| {
+        // SAFETY: `finalize_at_exit` is an `extern "C" fn()` that never unwinds (it catches
+        // panics) and stays valid for the life of the process (it is part of this library,
+        // which is never unloaded while an instance of it is live: instances are leaked by
+        // the C ABI and hold the library's code through their handles in Rust).
+        let rc = unsafe { libc::atexit(finalize_at_exit) };
+        if rc != 0 {
+            tracing::warn!("atexit failed: live instances will not be finalized at exit");
+        }
+    });
+}
+
+/// Ends the process with `status` (flushing standard output, running the exit handlers) without
+/// finalizing its live instances at exit: for a process that gives up after an unrecoverable
+/// failure (a lost peer, a timeout), whose finalize could only fail or wait for peers. Its
+/// peers see it as gone.
+pub fn exit_without_finalize(status: i32) -> ! {
+    LEAVING.store(true, Ordering::Release);
+    std::process::exit(status)
+}
+
+extern "C" fn finalize_at_exit() {
+    if LEAVING.load(Ordering::Acquire) {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        let me = pid();
+        for id in Instance::live_ids() {
+            let Some(inst) = Instance::by_id(id) else {
+                continue;
+            };
+            if inst.owner_pid() != me || !inst.is_initialized() {
+                continue;
+            }
+            if let Err(e) = inst.finalize() {
+                // Nobody receives this error: it is reported here, in one write.
+                let line = format!(
+                    "shmem: PE {} could not finalize instance {id} at exit: {e}\n",
+                    inst.my_pe()
+                );
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            }
+        }
+    });
+}
