@@ -74,6 +74,7 @@ impl Drop for Inner {
             return;
         }
         if self.state.load(Ordering::Acquire) == LIVE {
+            self.unpoison_heap();
             tracing::warn!(
                 "the last handle to instance {} on PE {} was dropped without finalize: its peers will see this PE as gone",
                 self.id,
@@ -81,6 +82,21 @@ impl Drop for Inner {
             );
             INSTANCES.release(self.id);
         }
+    }
+}
+
+impl Inner {
+    /// Where AddressSanitizer sees this PE's heap: its own mapping, when the program's
+    /// symmetric addresses are that mapping (not for a device heap).
+    pub(crate) fn asan_base(&self) -> Option<usize> {
+        self.own_mapping.filter(|&m| m == self.heap_base)
+    }
+
+    /// Makes the user part of the heap addressable again for AddressSanitizer, before the
+    /// mapping may go: stale poison would be reported against whatever is mapped there next.
+    fn unpoison_heap(&self) {
+        let user = self.heap.user_space();
+        crate::heap::poison::unpoison(self.asan_base(), user.start, user.end - user.start);
     }
 }
 
@@ -268,6 +284,8 @@ impl Instance {
             fabric: Arc::new(fabric),
         });
         claim.commit(&inner);
+        let user = inner.heap.user_space();
+        crate::heap::poison::poison(inner.asan_base(), user.start, user.end - user.start);
         crate::exit::arm();
         // A PE of shmemrun's job ends with the launcher, also when it is not its child.
         shmem_sim::launcher::env::watch_lifeline();
@@ -329,6 +347,11 @@ impl Instance {
     #[inline]
     pub fn is_initialized(&self) -> bool {
         self.inner.state.load(Ordering::Acquire) == LIVE
+    }
+
+    /// [`Inner::asan_base`].
+    pub(crate) fn asan_base(&self) -> Option<usize> {
+        self.inner.asan_base()
     }
 
     /// The process that created the instance (a forked child is not its PE).
@@ -573,6 +596,7 @@ impl Instance {
             return Ok(());
         }
         crate::fault::point("finalize.entered", self.my_pe(), self.id());
+        self.inner.unpoison_heap();
         let r = (|| {
             self.fabric().quiet(&self.inner.queue)?;
             self.fabric()

@@ -10,8 +10,8 @@ use std::fmt;
 use bytemuck::{Pod, Zeroable};
 use shmem_backend::Pe;
 
-use super::Heap;
 use super::allocator::AllocError;
+use super::{Heap, poison};
 use crate::bootstrap::allgather_records;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
@@ -123,6 +123,10 @@ impl Instance {
         self.fabric().quiet(&self.inner.queue)?;
         let heap = &self.inner.heap;
         let local = heap.allocate(size, align);
+        let asan = self.asan_base();
+        if let Ok(off) = local {
+            poison::unpoison(asan, off, size);
+        }
         if let Ok(off) = local
             && zero
         {
@@ -143,8 +147,10 @@ impl Instance {
             Err(_) => 2,
         };
         let undo = |heap: &Heap| {
-            if let Ok(off) = local {
-                let _ = heap.release(off);
+            if let Ok(off) = local
+                && let Ok(len) = heap.release(off)
+            {
+                poison::poison(asan, off, len);
             }
         };
         let offset = local.as_ref().copied().unwrap_or(u64::MAX);
@@ -200,6 +206,9 @@ impl Instance {
         let to = self.alloc_collective(call, new, align, false)?;
         let keep = old.min(new) as usize;
         let me: Pe = self.my_pe();
+        // `old` is the whole block, which may extend past what the user asked for (poisoned
+        // for AddressSanitizer); the block is freed below, which poisons it again.
+        poison::unpoison(self.asan_base(), off, old);
         // SAFETY: both blocks lie inside this PE's heap; the copy is within the smaller one.
         let copy = unsafe {
             self.fabric().put(
@@ -230,10 +239,12 @@ impl Instance {
         self.check_live()?;
         self.fabric().quiet(&self.inner.queue)?;
         exchange(self, call, 0, off)?;
-        self.inner
+        let len = self
+            .inner
             .heap
             .release(off)
-            .map(|_| ())
-            .map_err(|e| Error::InvalidParam(e.to_string()))
+            .map_err(|e| Error::InvalidParam(e.to_string()))?;
+        poison::poison(self.asan_base(), off, len);
+        Ok(())
     }
 }

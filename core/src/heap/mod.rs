@@ -5,6 +5,7 @@
 
 pub(crate) mod allocator;
 mod collective;
+pub(crate) mod poison;
 
 pub(crate) use collective::HeapCall;
 pub(crate) mod layout;
@@ -44,6 +45,11 @@ impl Heap {
     #[inline]
     pub(crate) fn size(&self) -> u64 {
         self.size
+    }
+
+    /// The offsets users' blocks are allocated from (after the reserved blocks).
+    pub(crate) fn user_space(&self) -> std::ops::Range<u64> {
+        layout::FIRST_USER_OFFSET.min(self.size)..self.size
     }
 
     /// The reserved blocks.

@@ -180,29 +180,6 @@ fn static_data_is_symmetric_in_pie_and_non_pie_executables() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Under valgrind (which programs are debugged with) the library starts, and static data is
-/// still symmetric: nothing relies on a system call or auxiliary-vector form valgrind lacks.
-#[test]
-fn a_c_program_runs_under_valgrind() {
-    let dir = temp_dir("valgrind");
-    let exe = build(
-        env!("CARGO_BIN_EXE_oshcc"),
-        "conformance/c/static.c",
-        &["-std=c11"],
-        &dir,
-    );
-    let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
-        .args(["-n", "2", "--timeout", "300", "--", "valgrind", "-q"])
-        .arg(&exe)
-        .env("SHMEM_TIMEOUT", "240")
-        .output()
-        .unwrap_or_else(|e| panic!("oshrun runs ({e}); .ci/run installs valgrind"));
-    let text = text(&out);
-    assert!(out.status.success(), "{text}");
-    assert_eq!(text.matches(" ok").count(), 2, "{text}");
-    let _ = std::fs::remove_dir_all(dir);
-}
-
 #[test]
 fn a_process_that_dlopens_the_library_keeps_its_static_data_private() {
     let dir = temp_dir("dlopen");
