@@ -48,8 +48,13 @@ impl Listener {
     pub fn from_fd(fd: BorrowedFd<'_>) -> Result<Listener> {
         let raw = fd.as_raw_fd();
         let bad = |why: String| Error::InvalidValue(format!("sock_fd {raw} {why}"));
-        let owned = rustix::io::fcntl_dupfd_cloexec(fd, 0)
-            .map_err(|e| bad(format!("cannot be duplicated: {e}")))?;
+        let owned = rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| {
+            let e = std::io::Error::from(e);
+            match crate::rlimit::limit_reached(&e) {
+                Some(limit) => Error::Inner(format!("duplicating sock_fd {raw}: {limit}")),
+                None => bad(format!("cannot be duplicated: {e}")),
+            }
+        })?;
         let stat = rustix::fs::fstat(&owned).map_err(|e| bad(e.to_string()))?;
         if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Socket {
             return Err(bad("is not a socket".into()));

@@ -174,6 +174,14 @@ impl From<TransportError> for Error {
                 instance_id: instance,
             },
             TransportError::Unsupported { .. } => Error::NotSupported(e.to_string()),
+            // Running out of descriptors names the limit to raise.
+            TransportError::Os { context, source } => {
+                let context = match crate::rlimit::limit_reached(&source) {
+                    Some(limit) => format!("{context}: {limit}"),
+                    None => context,
+                };
+                Error::Transport(TransportError::Os { context, source })
+            }
             other => Error::Transport(other),
         }
     }

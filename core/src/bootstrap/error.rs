@@ -75,6 +75,9 @@ pub enum BootstrapErrorKind {
     Address,
     /// A local operating-system or library failure.
     Io,
+    /// A resource limit was reached: this process has no file descriptor left
+    /// (`RLIMIT_NOFILE`), or the system's file table is full. Trying again cannot help.
+    Limit,
 }
 
 /// A bootstrap failure. [`kind`](BootstrapError::kind) says what happened, `Display` says it
@@ -148,9 +151,17 @@ impl BootstrapError {
         BootstrapError::new(BootstrapErrorKind::Finalized, m)
     }
 
-    /// A local failure while doing `context`.
+    /// A local failure while doing `context`; running out of descriptors is a
+    /// [`BootstrapErrorKind::Limit`] that names the limit.
     pub(crate) fn io(context: impl Into<String>, e: impl Into<std::io::Error>) -> BootstrapError {
-        BootstrapError::new(BootstrapErrorKind::Io, context).with_source(e.into())
+        let e = e.into();
+        match crate::rlimit::limit_reached(&e) {
+            Some(limit) => {
+                let m = format!("{}: {limit}", context.into());
+                BootstrapError::new(BootstrapErrorKind::Limit, m).with_source(e)
+            }
+            None => BootstrapError::new(BootstrapErrorKind::Io, context).with_source(e),
+        }
     }
 
     pub(crate) fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {

@@ -142,7 +142,10 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
 fn prebound_listener(listener: &Listener, port: u16) -> Result<TcpListener, BootstrapError> {
     let bad = |why: String| BootstrapError::invalid(format!("the pre-bound socket {why}"));
     let socket = listener.socket();
-    let socket = socket.map_err(|e| bad(format!("cannot be duplicated: {e}")))?;
+    let socket = socket.map_err(|e| match crate::rlimit::limit_reached(&e) {
+        Some(_) => BootstrapError::io("duplicating the pre-bound socket", e),
+        None => bad(format!("cannot be duplicated: {e}")),
+    })?;
     let bound = socket.local_addr();
     let bound = bound
         .map_err(|e| bad(format!("is not a TCP socket: {e}")))?

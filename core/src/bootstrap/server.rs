@@ -378,6 +378,12 @@ impl Server {
                     // Out of descriptors or memory: do not spin on a readable listener.
                     tracing::debug!("bootstrap: the server's accept failed: {e}");
                     self.accept_pause = Instant::now().checked_add(Duration::from_millis(10));
+                    // Without descriptors the PEs still to come can never join: the job fails
+                    // now, naming the limit, rather than when the init timeout ends.
+                    let e = BootstrapError::io("PE 0's bootstrap server cannot accept a PE", e);
+                    if *e.kind() == Kind::Limit && self.broken.is_none() {
+                        self.break_job(e.at_init(), self.p.n_pes);
+                    }
                     return;
                 }
             };
