@@ -6,6 +6,7 @@
 //! | `SHMEM_HANG_REPORT` | seconds after which a wait that goes on reports a suspected hang (one WARN line naming the call, the instance and team, and the PEs not arrived yet), then again at doubling intervals; `0` or `off` reports nothing | 30 |
 //! | `SHMEM_SYMMETRIC_SIZE` | the heap per PE for instances created from a launcher's environment (`Attributes::from_env`), in bytes with an optional `K`, `M` or `G` suffix; rounded up to 2 MiB | 256M |
 //! | `SHMEM_BACKEND` | `sim` or `hw` | `sim` |
+//! | `SHMEM_BOOTSTRAP_SECRET` | the job secret (32 hex digits) that the PEs of an `ip_port` job (CANN's `aclshmemx_init_attr` with only an address) present at the bootstrap, instead of CANN's fixed connection magic; PEs with another secret are refused. Every PE of the job must have the same value | CANN's magic `0x0ACC` |
 //! | `SHMEM_PROFILE` | the [`ApiProfile`]: `full`; `cann`, the CANN transport's capabilities ([`Capabilities::CANN`]): remote atomics issued by the host (and the locks built on them) fail with `NOT_SUPPORTED` and `shmem_ptr` gives no host address, as on the hardware backend; `openshmem`, every capability and no device-address limit (an OpenSHMEM program models a CPU job of any size) | `full` |
 //!
 //! The simulator's own settings (`SHMEM_WAIT_POLICY`, `SHMEM_SIM_STRICT`, …) are documented in
@@ -21,6 +22,19 @@ use crate::error::{Error, Result};
 pub(crate) const DEFAULT_HANG_REPORT: Duration = Duration::from_secs(30);
 /// The default `SHMEM_SYMMETRIC_SIZE`.
 pub(crate) const DEFAULT_SYMMETRIC_SIZE: u64 = 256 << 20;
+
+/// `SHMEM_BOOTSTRAP_SECRET` as given in `value`: the secret of an `ip_port` job, if set.
+pub(crate) fn bootstrap_secret(value: Option<String>) -> Result<Option<crate::attr::Secret>> {
+    let Some(v) = value.filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    crate::attr::Secret::from_hex(&v).map(Some).ok_or_else(|| {
+        Error::InvalidValue(format!(
+            "SHMEM_BOOTSTRAP_SECRET is not 32 hexadecimal digits ({} characters given)",
+            v.trim().len()
+        ))
+    })
+}
 
 /// `SHMEM_TIMEOUT`: `None` (the default) waits as long as every peer is alive, as OpenSHMEM's
 /// and CANN's waits do.
@@ -136,6 +150,21 @@ impl ApiProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bootstrap_secret_is_32_hex_digits_or_unset() {
+        assert_eq!(bootstrap_secret(None).unwrap(), None);
+        assert_eq!(bootstrap_secret(Some(" ".into())).unwrap(), None);
+        let s = bootstrap_secret(Some("00112233445566778899aabbccddeeff".into())).unwrap();
+        assert_eq!(s.unwrap().0[..3], [0x00, 0x11, 0x22]);
+        let e = bootstrap_secret(Some("secret".into())).unwrap_err();
+        // The message never repeats the value.
+        assert!(
+            e.to_string().contains("not 32 hexadecimal digits")
+                && !e.to_string().contains("secret\""),
+            "{e}"
+        );
+    }
 
     #[test]
     fn seconds_parse_with_their_defaults() {

@@ -288,7 +288,7 @@ fn receive_object(sock: &OwnedFd, root: &Announce) -> Result<Option<OwnedFd>, Tr
         Err(e) => return Err(TransportError::os("receiving PE 0's memory object", e)),
     };
     let mut fd = None;
-    let mut sender_pid = None;
+    let mut sender = None;
     for m in control.drain() {
         match m {
             RecvAncillaryMessage::ScmRights(mut fds) => {
@@ -296,7 +296,7 @@ fn receive_object(sock: &OwnedFd, root: &Announce) -> Result<Option<OwnedFd>, Tr
                 // Extra descriptors (never sent by PE 0) are closed as the iterator drops.
             }
             RecvAncillaryMessage::ScmCredentials(c) => {
-                sender_pid = Some(c.pid.as_raw_nonzero().get() as u32)
+                sender = Some((c.pid.as_raw_nonzero().get() as u32, c.uid));
             }
             _ => {}
         }
@@ -304,12 +304,14 @@ fn receive_object(sock: &OwnedFd, root: &Announce) -> Result<Option<OwnedFd>, Tr
     let magic = u32::from_le_bytes(payload[..4].try_into().expect("4 bytes"));
     let pe = u32::from_le_bytes(payload[4..8].try_into().expect("4 bytes"));
     let known = msg.bytes == 8 && magic == MAGIC && pe == ROOT;
-    match (known, fd, sender_pid) {
-        (true, Some(fd), Some(pid)) if pid == root.pid => Ok(Some(fd)),
+    let me = rustix::process::getuid();
+    match (known, fd, sender) {
+        // The kernel vouches for the sender's process and user.
+        (true, Some(fd), Some((pid, uid))) if pid == root.pid && uid == me => Ok(Some(fd)),
         _ => {
             // Not from PE 0 of this instance (or malformed): drop it and keep waiting.
             tracing::warn!(
-                "ignored a stray datagram on the segment-exchange socket (claimed PE {pe}, sender pid {sender_pid:?})"
+                "ignored a stray datagram on the segment-exchange socket (claimed PE {pe}, sender pid and user {sender:?})"
             );
             Ok(None)
         }
@@ -336,5 +338,80 @@ mod tests {
             long.push(0);
             assert_eq!(Announce::decode(&long), None);
         }
+    }
+
+    /// Runs `f` in a forked child that has become user and group `nobody` (65534), and returns
+    /// its exit status. The child makes only system calls (no allocation, no lock).
+    fn as_nobody(f: impl FnOnce() -> i32) -> i32 {
+        // SAFETY: the child only calls async-signal-safe functions (setgid, setuid, the socket
+        // calls of `f`, `_exit`) before it exits; the parent waits for it.
+        unsafe {
+            match libc::fork() {
+                0 => {
+                    let code = if libc::setgid(65534) == 0 && libc::setuid(65534) == 0 {
+                        f()
+                    } else {
+                        99
+                    };
+                    libc::_exit(code)
+                }
+                -1 => panic!("fork failed"),
+                child => {
+                    let mut status = 0;
+                    assert_eq!(libc::waitpid(child, &mut status, 0), child);
+                    assert!(libc::WIFEXITED(status), "the child ended with {status:#x}");
+                    libc::WEXITSTATUS(status)
+                }
+            }
+        }
+    }
+
+    /// A PE's exchange socket refuses a memory object sent by a process of another user (here a
+    /// forked child of PE 0's process that dropped to `nobody`), and takes PE 0's own.
+    #[test]
+    #[cfg_attr(
+        not_root,
+        ignore = "needs root to act as another user (CI runs as root)"
+    )]
+    fn an_object_from_another_user_is_refused() {
+        let dgram = || {
+            rustix::net::socket_with(
+                AddressFamily::UNIX,
+                SocketType::DGRAM,
+                SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+                None,
+            )
+            .unwrap()
+        };
+        let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
+        let announce = |pe| Announce {
+            pe,
+            pid,
+            nonce: rand::random::<u64>(),
+            object_len: 4096,
+            boot_id: String::new(),
+        };
+        let (root, peer) = (announce(ROOT), announce(1));
+        let sock = dgram();
+        let name = peer.socket_name();
+        let addr = SocketAddrUnix::new_abstract_name(&name).unwrap();
+        rustix::net::bind(&sock, &addr).unwrap();
+        rustix::net::sockopt::set_socket_passcred(&sock, true).unwrap();
+        let object = rustix::fs::memfd_create(c"test", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        let sender = dgram();
+        let code = as_nobody(|| match send_object(&sender, &name, &object) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        });
+        assert_eq!(code, 0, "the other user's process could not even send");
+        assert!(
+            receive_object(&sock, &root).unwrap().is_none(),
+            "an object from another user was taken"
+        );
+        send_object(&sender, &name, &object).expect("PE 0 sends");
+        assert!(
+            receive_object(&sock, &root).unwrap().is_some(),
+            "PE 0's object was refused"
+        );
     }
 }

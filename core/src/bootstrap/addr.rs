@@ -247,7 +247,13 @@ pub(crate) fn bind_first(
         }
     }
     let (a, e) = first.expect("a resolved host has at least one address");
-    Err(BootstrapError::io(what(a), e))
+    let why = match e.kind() {
+        io::ErrorKind::AddrInUse => {
+            "the address is in use (another job, or another program, listens there)".to_owned()
+        }
+        _ => e.to_string(),
+    };
+    Err(BootstrapError::io(format!("{}: {why}", what(a)), e))
 }
 
 /// `127.0.0.1`, for the servers of the job-local rendezvous.

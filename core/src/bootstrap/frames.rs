@@ -23,6 +23,9 @@ use super::error::{BootstrapError, BootstrapErrorKind, RefuseReason};
 pub(crate) const MAX_FRAME: usize = 64 << 20;
 /// Opens every [`Hello`]: not our protocol otherwise.
 pub(crate) const MAGIC: [u8; 4] = *b"SHMB";
+/// The largest greeting a server reads from a connection that has not greeted yet (a
+/// [`Hello`] takes a few dozen bytes).
+pub(crate) const MAX_GREETING: usize = 4096;
 /// The protocol version; a server refuses PEs of another one.
 pub(crate) const VERSION: u16 = 2;
 /// The id of server notices.
@@ -206,13 +209,22 @@ impl FrameBuf {
     /// The payload of the next complete frame, if one is buffered; an error for a length
     /// above [`MAX_FRAME`], before its body is read.
     pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, BootstrapError> {
+        self.next_frame_within(MAX_FRAME)
+    }
+
+    /// [`FrameBuf::next_frame`] with a lower limit: `max` bytes (a greeting is small, and a
+    /// connection that has not greeted yet is not trusted with a large buffer).
+    pub(crate) fn next_frame_within(
+        &mut self,
+        max: usize,
+    ) -> Result<Option<&[u8]>, BootstrapError> {
         let avail = &self.buf[self.start..];
         let Some(len) = announced(avail) else {
             return Ok(None);
         };
-        if len > MAX_FRAME {
+        if len > max {
             return Err(BootstrapError::protocol(format!(
-                "a bootstrap frame announces {len} bytes, above the limit of {MAX_FRAME} bytes"
+                "a bootstrap frame announces {len} bytes, above the limit of {max} bytes"
             )));
         }
         if avail.len() < 4 + len {

@@ -112,7 +112,11 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
                 Some(l) if my_pe == 0 => Some(prebound_listener(l, url.port)?),
                 _ => None,
             };
-            (url, listener, attrs.secret.unwrap_or(Secret::CANN_MAGIC))
+            let from_env =
+                crate::settings::bootstrap_secret(std::env::var("SHMEM_BOOTSTRAP_SECRET").ok())
+                    .map_err(|e| BootstrapError::invalid(e.to_string()))?;
+            let secret = attrs.secret.or(from_env).unwrap_or(Secret::CANN_MAGIC);
+            (url, listener, secret)
         }
         InitMode::UniqueId(uid) => from_uid(uid)?,
         InitMode::JobLocal(key) => {

@@ -96,6 +96,11 @@ fn serve(sock: OwnedFd, message: &[u8], count: u32, deadline: Instant) {
             break;
         }
         match rustix::net::accept_with(&sock, SocketFlags::CLOEXEC) {
+            // The announcement holds the job's secret: only a process of this user reads it
+            // (abstract names carry no permissions). Another user's connection is closed unread.
+            Ok(conn) if !same_user(&conn) => {
+                tracing::debug!("rendezvous: refused a connection from another user");
+            }
             Ok(conn) => served += u32::from(File::from(conn).write_all(message).is_ok()),
             Err(Errno::AGAIN | Errno::INTR) => {}
             Err(e) => {
@@ -109,6 +114,11 @@ fn serve(sock: OwnedFd, message: &[u8], count: u32, deadline: Instant) {
             "rendezvous: only {served} of {count} PEs collected the bootstrap address before the deadline"
         );
     }
+}
+
+/// Whether the process at the other end of `conn` runs as this process's user.
+fn same_user(conn: &OwnedFd) -> bool {
+    sockopt::socket_peercred(conn).is_ok_and(|c| c.uid == rustix::process::getuid())
 }
 
 fn listen_for(addr: &SocketAddrUnix, deadline: Instant) -> Result<UniqueId, BootstrapError> {
@@ -217,5 +227,64 @@ mod tests {
             "{e}"
         );
         announcer.join().unwrap();
+    }
+
+    /// Runs `f` in a forked child that has become user and group `nobody` (65534), and returns
+    /// its exit status. The child makes only system calls (no allocation, no lock).
+    fn as_nobody(f: impl FnOnce() -> i32) -> i32 {
+        // SAFETY: the child only calls async-signal-safe functions (setgid, setuid, the socket
+        // calls of `f`, `_exit`) before it exits; the parent waits for it.
+        unsafe {
+            match libc::fork() {
+                0 => {
+                    let code = if libc::setgid(65534) == 0 && libc::setuid(65534) == 0 {
+                        f()
+                    } else {
+                        99
+                    };
+                    libc::_exit(code)
+                }
+                -1 => panic!("fork failed"),
+                child => {
+                    let mut status = 0;
+                    assert_eq!(libc::waitpid(child, &mut status, 0), child);
+                    assert!(libc::WIFEXITED(status), "the child ended with {status:#x}");
+                    libc::WEXITSTATUS(status)
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[cfg_attr(
+        not_root,
+        ignore = "needs root to act as another user (CI runs as root)"
+    )]
+    fn another_users_process_is_refused_the_announcement() {
+        let key = format!("cross-user-{}", rand::random::<u64>());
+        let announced = meet(&key, 9, 0, 2, Duration::from_secs(30)).expect("PE 0 announces");
+        let addr = SocketAddrUnix::new_abstract_name(&name(&key, 9)).unwrap();
+        let code = as_nobody(|| {
+            let Ok(sock) = rustix::net::socket(AddressFamily::UNIX, SocketType::STREAM, None)
+            else {
+                return 2;
+            };
+            if rustix::net::connect(&sock, &addr).is_err() {
+                return 3;
+            }
+            let mut buf = [0u8; 256];
+            match rustix::io::read(&sock, &mut buf) {
+                Ok(0) => 0,
+                Ok(_) => 1,
+                Err(_) => 4,
+            }
+        });
+        assert_eq!(
+            code, 0,
+            "another user's process (1: it read the announcement, 2-4: it could not try)"
+        );
+        // The job's own PE still receives it.
+        let got = meet(&key, 9, 1, 2, Duration::from_secs(30)).expect("PE 1 meets PE 0");
+        assert_eq!(got.secret(), announced.secret());
     }
 }

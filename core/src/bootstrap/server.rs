@@ -430,7 +430,13 @@ impl Server {
         let Some(c) = self.conns[i].as_mut().filter(|c| !c.refused) else {
             return false;
         };
-        let frame = match c.rbuf.next_frame() {
+        // Until it has greeted, a connection is a stranger: it gets no large buffer.
+        let max = if c.rank.is_some() {
+            MAX_FRAME
+        } else {
+            frames::MAX_GREETING
+        };
+        let frame = match c.rbuf.next_frame_within(max) {
             Ok(Some(f)) => f,
             Ok(None) => return false,
             Err(e) => {

@@ -962,3 +962,48 @@ fn errors_map_to_canns_codes() {
         shmem_backend::TransportError::PeerLost { pe: 4, .. }
     ));
 }
+
+/// Addresses the library chooses are loopback (a unique id made for a job-local rendezvous);
+/// an address the user gives is bound exactly as given, never widened to the wildcard.
+#[test]
+fn chosen_addresses_are_loopback_and_given_ones_are_bound_exactly() {
+    let uid = uid::UniqueId::on_loopback().expect("a unique id");
+    let l = uid.take_listener().expect("the id's socket");
+    assert_eq!(
+        l.local_addr().unwrap().ip(),
+        std::net::IpAddr::from([127, 0, 0, 1])
+    );
+    for ip in ["127.0.0.1", "127.0.0.2", "::1"] {
+        let ip: std::net::IpAddr = ip.parse().unwrap();
+        match addr::bind(std::net::SocketAddr::new(ip, 0), true) {
+            Ok(l) => assert_eq!(l.local_addr().unwrap().ip(), ip),
+            // A machine without IPv6 loopback (see `no_ipv6_loopback`).
+            Err(_) if ip.is_ipv6() && cfg!(no_ipv6_loopback) => {}
+            Err(e) => panic!("{ip}: {e}"),
+        }
+    }
+}
+
+/// A connection that has not greeted is not trusted with a large buffer: announcing a frame
+/// above `MAX_GREETING` gets it dropped before its body is read, and the job still forms.
+#[test]
+fn a_stranger_announcing_a_large_greeting_is_dropped_before_its_body() {
+    let (l, url) = prebound();
+    let mut g = TcpStream::connect(url.resolve().unwrap()[0]).expect("connect");
+    // Half the greeting deadline (init_timeout, LONG), after which any silent connection is
+    // closed: a close before then is the limit's doing.
+    g.set_read_timeout(Some(LONG / 2)).expect("timeout");
+    let len = (frames::MAX_GREETING + 1) as u32;
+    g.write_all(&len.to_le_bytes()).expect("write");
+    let _ = g.write_all(&[0u8; 1024]);
+    let pes = thread::spawn(move || job(&url, Some(l), 2));
+    // Closed, not merely silent until the read timeout.
+    let r = g.read(&mut [0u8; 16]);
+    assert!(
+        matches!(&r, Ok(0))
+            || r.as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the server keeps the stranger's connection: {r:?}"
+    );
+    finalize_all(pes.join().expect("the job forms"));
+}
