@@ -11,6 +11,7 @@ pub mod isolation;
 pub mod kernel;
 pub mod lock;
 pub mod model;
+mod model_collectives;
 pub mod multi_instance;
 pub mod order;
 pub mod p2p;

@@ -45,8 +45,19 @@
 //! instances with `get` and compares them with the model, and checks every ticket chain. A
 //! second pair of barriers separates the checks from the next epoch's writes.
 //!
+//! Then, on a third instance, every PE runs the epoch's collective phase
+//! (`model_collectives`): reductions, broadcasts, fcollects, alltoalls, team splits with a
+//! reduction and a barrier on the new team, lock-protected increments and puts through created
+//! contexts, each checked against values the schedule determines. The phase makes more than a
+//! tenth of all calls, and team splits more than one in a hundred (both checked).
+//!
+//! At ten points of the run every PE samples its private memory (`smaps_rollup`) and its open
+//! descriptors: after the first sample, memory stays within 1 MiB and the descriptor count
+//! does not change.
+//!
 //! The fast tier issues at least 100 000 operations (library calls, fences not counted) in
-//! 40 epochs, the full tier 500 000 in 100, whatever the PE count.
+//! 40 epochs, the full tier 500 000 in 200, whatever the PE count; `SHMEM_MODEL_OPS` sets
+//! another number (a soak: 500 000 in each of the strict and the relaxed case is 10⁶).
 //!
 //! # The seed
 //!
@@ -64,6 +75,7 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use shmem::{AmoBitwise, AmoStandard, Cmp, Instance, NbiScope, SignalOp, SymBuf, SymElem};
 
+use crate::cases::model_collectives::Collectives;
 use crate::cases::multi_instance::attrs_for;
 use crate::{Case, Ctx, Failure, Outcome, check};
 
@@ -75,7 +87,16 @@ pub(crate) fn cases() -> Vec<Case> {
         )
         .pes(&[8])
         .full_pes(&[4, 5])
-        .timeout(180),
+        .timeout(300),
+        // The same schedule with operations completing as soon as issued: half of a soak
+        // (`SHMEM_MODEL_OPS`) runs in each mode.
+        Case::new(
+            "model::random_epochs_against_a_sequential_model_without_strict_mode",
+            random_epochs,
+        )
+        .pes(&[8])
+        .timeout(300)
+        .relaxed(),
     ]
 }
 
@@ -83,6 +104,8 @@ pub(crate) fn cases() -> Vec<Case> {
 const SEED_VAR: &str = "SHMEM_MODEL_SEED";
 /// The seed when [`SEED_VAR`] is unset.
 const DEFAULT_SEED: u64 = 0x5eed_c0de_2024;
+/// The variable that sets the operations of a run (a soak: see `docs/reliability.md`).
+const OPS_VAR: &str = "SHMEM_MODEL_OPS";
 /// The operations of the fast tier, over all PEs and epochs (at least this many are issued).
 const FAST_OPS: usize = 100_000;
 /// The operations of the full tier.
@@ -1842,10 +1865,26 @@ fn choose_seed(world: &Instance) -> Result<u64, Failure> {
     Ok(seed)
 }
 
+/// This process's private memory (`Private_Clean` + `Private_Dirty` of `smaps_rollup`, in
+/// bytes) and its open descriptors.
+fn resources() -> (u64, usize) {
+    let private = std::fs::read_to_string("/proc/self/smaps_rollup")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("Private_"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum::<u64>()
+        * 1024;
+    let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+    (private, fds)
+}
+
 fn random_epochs(ctx: &Ctx) -> Outcome {
     let world = ctx.world()?;
     let members: Vec<u32> = (0..ctx.n_pes).collect();
     let one = Instance::init(&attrs_for(ctx, 1, &members).expect("every PE is a member"))?;
+    let two = Instance::init(&attrs_for(ctx, 2, &members).expect("every PE is a member"))?;
+    let mut colls = Collectives::new(two)?;
     let (me, n) = (ctx.pe, ctx.n_pes as usize);
     check!(n >= 2, "the model case needs at least two PEs");
     let seed = choose_seed(&world)?;
@@ -1853,9 +1892,19 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
         "model: PE {me} of {n}: seed {seed} (replay: {SEED_VAR}={seed} cargo test -p shmem-conformance --test sim -- model::)"
     );
 
-    let epochs = ctx.iters(40, 100);
-    let budget = ctx.iters(FAST_OPS, FULL_OPS);
-    let calls = budget.div_ceil(epochs * n);
+    let budget = match std::env::var(OPS_VAR) {
+        Ok(v) => v
+            .trim()
+            .parse::<usize>()
+            .map_err(|_| Failure(format!("{OPS_VAR}={v:?} is not a number of operations")))?,
+        Err(_) => ctx.iters(FAST_OPS, FULL_OPS),
+    };
+    let epochs = (budget / 2_500).clamp(ctx.iters(40, 100), 4_000);
+    // About an eighth of each PE's calls are the collective phase's (an operation there makes
+    // 2.5 calls on average, with its barriers): more than a tenth of the total.
+    let per_pe = budget.div_ceil(epochs * n);
+    let calls = per_pe * 7 / 8;
+    let coll_ops = (per_pe / 20).max(1);
     let log_len = calls + 64;
     let heaps = [Heap::new(world.clone(), n)?, Heap::new(one.clone(), n)?];
     let log = world.calloc::<u64>(log_len)?;
@@ -1871,6 +1920,7 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
     let mut model = Model::new(n);
     let (mut total, mut fences) = (0usize, 0usize);
     let mut kinds: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let (mut coll_calls, mut samples) = (0usize, Vec::new());
     for epoch in 0..epochs {
         let prev = model.clone();
         let programs = schedule(seed, epoch, n, calls, &mut model);
@@ -1898,6 +1948,10 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
         for b in &mine.blocks {
             exec.block(b, &mut tickets)?;
         }
+        coll_calls += colls.epoch(seed, epoch, coll_ops)?;
+        if (epoch + 1) % epochs.div_ceil(10) == 0 {
+            samples.push(resources());
+        }
         if !tickets.is_empty() {
             log.slice(..tickets.len()).put(&tickets, me)?;
         }
@@ -1910,10 +1964,39 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
         one.barrier_all()?;
     }
     check!(total >= 10_000, "the schedule made only {total} operations");
+    // Every PE made the same number of collective calls but for the team splits' members.
+    let all = total + coll_calls * n;
+    check!(
+        coll_calls * n * 10 >= all,
+        "the collective phase made {} of {all} calls, below a tenth",
+        coll_calls * n
+    );
+    check!(
+        colls.splits * n * 100 >= all,
+        "{} team splits of {all} calls, below one in a hundred",
+        colls.splits * n
+    );
+    // Resident memory and descriptors settle after the first sample: later ones stay within
+    // 1 MiB, and the descriptor count does not change.
+    if let Some(later) = samples.get(1..).filter(|l| l.len() >= 2) {
+        let (lo, hi) = later
+            .iter()
+            .fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s.0), hi.max(s.0)));
+        check!(
+            hi - lo <= 1 << 20,
+            "private memory grew from {lo} to {hi} bytes: {samples:?}"
+        );
+        check!(
+            later.iter().all(|s| s.1 == later[0].1),
+            "the open descriptors changed: {samples:?}"
+        );
+    }
     if me == 0 {
         let mix: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
         eprintln!(
-            "model: seed {seed}: {epochs} epochs, {total} operations on {n} PEs and 2 instances ({fences} fences) in {:.2?}: {}",
+            "model: seed {seed}: {epochs} epochs, {all} operations on {n} PEs and 3 instances ({total} RMA, atomic and signal calls, {fences} fences; {} collective-phase calls, {} team splits) in {:.2?}: {}; PE 0's private memory and descriptors at 10 points: {samples:?}",
+            coll_calls * n,
+            colls.splits,
             started.elapsed(),
             mix.join(", ")
         );
@@ -1923,6 +2006,7 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
     let [h0, h1] = heaps;
     h0.free()?;
     h1.free()?;
+    colls.finish()?;
     one.finalize()?;
     world.finalize()?;
     Ok(())
