@@ -366,8 +366,7 @@ impl Server {
     // ------------------------------------------------------------------ connections
 
     fn accept_all(&mut self) {
-        let open = self.conns.iter().flatten().count();
-        let full = open >= self.p.n_pes as usize + EXTRA_CONNECTIONS;
+        let mut open = self.conns.iter().flatten().count();
         while let Some(l) = self.listener.as_ref() {
             let (stream, peer) = match l.accept() {
                 Ok(s) => s,
@@ -387,8 +386,23 @@ impl Server {
                     return;
                 }
             };
-            if full || stream.set_nonblocking(true).is_err() {
+            if stream.set_nonblocking(true).is_err() {
                 continue;
+            }
+            if open >= self.p.n_pes as usize + EXTRA_CONNECTIONS {
+                // Full: the oldest connection that has not greeted makes room. A PE greets at
+                // once, so connections left idle (a slow-loris attack) cannot keep PEs out.
+                match self.oldest_stranger() {
+                    Some(i) => {
+                        self.conns[i].as_mut().expect("live").close = Some(
+                            "was dropped for a newer connection: too many have not greeted".into(),
+                        );
+                        self.close_conn(i);
+                    }
+                    None => continue,
+                }
+            } else {
+                open += 1;
             }
             let _ = stream.set_nodelay(true);
             let greeting = self.p.init_timeout.min(HELLO_TIMEOUT_MAX);
@@ -409,6 +423,21 @@ impl Server {
                 None => self.conns.push(Some(conn)),
             }
         }
+    }
+
+    /// The connection that has waited longest without greeting.
+    fn oldest_stranger(&self) -> Option<usize> {
+        let stranger = |(i, c): (usize, &Option<Conn>)| {
+            c.as_ref()
+                .filter(|c| c.rank.is_none())
+                .map(|c| (c.deadline, i))
+        };
+        self.conns
+            .iter()
+            .enumerate()
+            .filter_map(stranger)
+            .min()
+            .map(|(_, i)| i)
     }
 
     fn read(&mut self, i: usize) {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use bytemuck::{Pod, Zeroable};
 
 use super::BootstrapErrorKind as Kind;
-use super::frames::{Hello, MAGIC, VERSION};
+use super::frames::{Hello, MAGIC, Reply, VERSION};
 use super::server::{ServerHandle, ServerParams};
 use super::store::{StoreBootstrap, StoreConfig};
 use super::url::{BootstrapUrl, parse_url};
@@ -1006,4 +1006,141 @@ fn a_stranger_announcing_a_large_greeting_is_dropped_before_its_body() {
         "the server keeps the stranger's connection: {r:?}"
     );
     finalize_all(pes.join().expect("the job forms"));
+}
+
+/// One hostile client of kind `k % 5`: a truncated greeting, an oversized one, a wrong protocol
+/// magic, a wrong secret, or random bytes. Returns the frames it was sent back.
+fn hostile(addr: std::net::SocketAddr, k: u64) -> Vec<Reply> {
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return Vec::new();
+    };
+    let _ = s.set_read_timeout(Some(LONG));
+    let good = frames::encode(1, &hello(1, 4)).expect("a greeting");
+    let mut x = k.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut random = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as u8
+    };
+    let (bytes, read) = match k % 5 {
+        0 => (good[..good.len() / 2].to_vec(), false),
+        1 => {
+            let mut b = ((frames::MAX_GREETING as u32) * 4).to_le_bytes().to_vec();
+            b.extend_from_slice(&[0xAB; 256]);
+            (b, true)
+        }
+        2 => {
+            let h = Hello {
+                magic: *b"EVIL",
+                ..hello(1, 4)
+            };
+            (frames::encode(1, &h).expect("a greeting"), true)
+        }
+        3 => {
+            let h = Hello {
+                secret: [!SECRET.0[0]; 16],
+                ..hello(1 + (k % 3) as u32, 4)
+            };
+            (frames::encode(1, &h).expect("a greeting"), true)
+        }
+        _ => {
+            let len = 1 + usize::from(random()) % 200;
+            ((0..len).map(|_| random()).collect(), false)
+        }
+    };
+    let _ = s.write_all(&bytes);
+    let mut got = Vec::new();
+    if read {
+        let _ = s.read_to_end(&mut got);
+    }
+    let mut fb = frames::FrameBuf::default();
+    let _ = fb.read_from(&mut got.as_slice());
+    let mut replies = Vec::new();
+    while let Ok(Some(f)) = fb.next_frame() {
+        if let Ok((_, r)) = frames::decode::<Reply>(f) {
+            replies.push(r);
+        }
+    }
+    replies
+}
+
+/// 10 000 hostile connections (truncated, oversized, wrong magic, wrong secret, random bytes)
+/// while a 4-PE job forms and runs 200 barriers: the job is unharmed, and a client with a
+/// wrong secret reads nothing but its refusal.
+#[test]
+fn ten_thousand_hostile_connections_do_not_harm_a_job() {
+    let (l, url) = prebound();
+    let addr = url.resolve().unwrap()[0];
+    let start = Instant::now();
+    let flood = thread::spawn(move || {
+        let mut refusals = 0;
+        for k in 0..10_000u64 {
+            for r in hostile(addr, k) {
+                match r {
+                    Reply::Refuse(RefuseReason::SecretMismatch, _) if k % 5 == 3 => refusals += 1,
+                    other => panic!("hostile client {k} (kind {}) read {other:?}", k % 5),
+                }
+            }
+        }
+        refusals
+    });
+    let pes = job(&url, Some(l), 4);
+    let results = on_all(pes, |_, bs| (0..200).try_for_each(|_| bs.barrier()));
+    let refusals = flood.join().expect("the flood");
+    println!(
+        "10 000 hostile connections and the job in {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    assert_eq!(refusals, 2_000, "every wrong-secret client is refused once");
+    let pes = results
+        .into_iter()
+        .enumerate()
+        .map(|(pe, (bs, r))| {
+            r.unwrap_or_else(|e| panic!("PE {pe}: {e}"));
+            bs
+        })
+        .collect();
+    finalize_all(pes);
+}
+
+/// A slow-loris attack: 300 connections opened before the PEs (after PE 0's server started)
+/// and left idle, more than the server holds beyond the PEs. The oldest idle ones make room for
+/// the PEs, which form the job long before the idle ones' greeting deadline.
+#[test]
+fn three_hundred_idle_connections_opened_first_do_not_keep_a_job_out() {
+    let (l, url) = prebound();
+    let addr = url.resolve().unwrap()[0];
+    let init = Duration::from_secs(30);
+    let mut c = timed(&url, 0, 4, init, LONG);
+    c.listener = Some(l);
+    let pe0 = spawn_pe(c);
+    let idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect_timeout(&addr, LONG).expect("an idle connection"))
+        .collect();
+    // Every idle connection is accepted (or dropped) before the other PEs come.
+    thread::sleep(Duration::from_millis(200));
+    let start = Instant::now();
+    let others: Vec<_> = (1..4)
+        .map(|pe| spawn_pe(timed(&url, pe, 4, init, LONG)))
+        .collect();
+    let pes: Vec<StoreBootstrap> = std::iter::once(pe0)
+        .chain(others)
+        .enumerate()
+        .map(|(pe, h)| {
+            h.join()
+                .expect("PE thread")
+                .unwrap_or_else(|e| panic!("PE {pe}: {e}"))
+        })
+        .collect();
+    let took = start.elapsed();
+    println!(
+        "PEs 1-3 joined in {:.2} s despite 300 idle connections",
+        took.as_secs_f64()
+    );
+    // The idle connections' greeting deadline is the init timeout: PEs that had to wait for
+    // them would join no earlier than that.
+    assert!(took < init / 2, "the PEs joined only after {took:?}");
+    finalize_all(pes);
+    drop(idle);
 }
