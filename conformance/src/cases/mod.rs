@@ -45,7 +45,8 @@ pub fn all() -> Vec<Case> {
         multi_instance::cases(),
         multi_instance::uid_cases(),
         isolation::cases(),
-        model::cases(),
+        // The model uses remote atomics and locks issued by the host.
+        needing(model::cases(), &[Need::HostAtomics]),
     ]
     .concat()
     .into_iter()
