@@ -10,8 +10,9 @@
  *   exit_paths die <how> <where>
  *                      PE 2 of 4 ends itself one second after the others are blocked in
  *                      <where> (barrier: shmem_barrier_all; wait: shmem_long_wait_until on a
- *                      word PE 2 would set); <how> is kill (SIGKILL) or _exit (status 3,
- *                      no exit handlers, so no finalize). The survivors must not return.
+ *                      word PE 2 would set); <how> is kill (SIGKILL), _exit (status 3, no
+ *                      exit handlers) or exit (status 3: a failing PE does not finalize at
+ *                      exit). The survivors must not return.
  *   exit_paths hold    initialise, create $HOLD_DIR/pe<N>, then block forever in a wait on a
  *                      word nobody writes (for the launcher-death test).
  *
@@ -101,6 +102,7 @@ static int die(const char *how, const char *where) {
         fflush(stdout);
         sleep(1);
         if (!strcmp(how, "kill")) raise(SIGKILL);
+        if (!strcmp(how, "exit")) exit(3);
         _exit(3);
     }
     if (!strcmp(where, "barrier"))
@@ -135,6 +137,6 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(mode, "hold")) return hold();
     if (!strcmp(mode, "die") && argc > 3) return die(argv[2], argv[3]);
-    fprintf(stderr, "usage: exit_paths return|exit|fork|hold|die kill|_exit barrier|wait\n");
+    fprintf(stderr, "usage: exit_paths return|exit|fork|hold|die kill|_exit|exit barrier|wait\n");
     return 2;
 }

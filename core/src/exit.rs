@@ -1,12 +1,15 @@
 //! What becomes of this process's live instances when it exits or forks.
 //!
-//! - **Exit.** When the process that created an instance exits (`exit()`, or returning from
-//!   a C `main`) while the instance is still live, the instance is finalized first: legacy
-//!   programs (`start_pes`) never call finalize, and a PE that leaves early must keep its
-//!   memory reachable until every PE has arrived. The finalize is the ordinary collective one,
-//!   so it is bounded by the instance's operation timeout, and the live instances are
-//!   finalized in ascending id order (the same on every PE). A failure is reported on standard
-//!   error in one line; the process still exits with its own status.
+//! - **Exit.** When the process that created an instance exits with status 0 (`exit(0)`, or
+//!   returning 0 from a C `main`) while the instance is still live, the instance is finalized
+//!   first: legacy programs (`start_pes`) never call finalize, and a PE that leaves early must
+//!   keep its memory reachable until every PE has arrived. The finalize is the ordinary
+//!   collective one, so it is bounded by the instance's operation timeout, and the live
+//!   instances are finalized in ascending id order (the same on every PE). A failure is
+//!   reported on standard error in one line; the process still exits with its own status.
+//! - **Exit with a non-zero status** is a failing PE (a check that failed, a Rust panic in
+//!   `main`): it leaves without finalize, so that its peers see it gone at once rather than
+//!   wait for it in a finalize it would never match.
 //! - **Fork.** A forked child inherits the parent's instances as memory, not as PEs: its
 //!   `exit()` and its dropping of handles never finalize them, say goodbye on the parent's
 //!   bootstrap connection or shut down the parent's sockets.
@@ -16,12 +19,13 @@
 //! Dropping the last handle of a live instance (the Rust API's `Instance`) is not a finalize:
 //! the PE leaves, and its peers see it as gone.
 
+use std::ffi::{c_int, c_void};
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::instance::Instance;
 
-/// `atexit` registration, once per process image (a forked child inherits it).
+/// The `on_exit` registration, once per process image (a forked child inherits it).
 static ARMED: Once = Once::new();
 
 /// Set by [`exit_without_finalize`]: the process leaves without finalizing.
@@ -35,13 +39,13 @@ pub(crate) fn pid() -> i32 {
 /// Makes sure live instances are finalized when this process exits.
 pub(crate) fn arm() {
     ARMED.call_once(|| {
-        // SAFETY: `finalize_at_exit` is an `extern "C" fn()` that never unwinds (it catches
-        // panics) and stays valid for the life of the process (it is part of this library,
-        // which is never unloaded while an instance of it is live: instances are leaked by
-        // the C ABI and hold the library's code through their handles in Rust).
-        let rc = unsafe { libc::atexit(finalize_at_exit) };
+        // SAFETY: `finalize_at_exit` has the handler signature `on_exit` expects, never unwinds
+        // (it catches panics) and stays valid for the life of the process: this library is not
+        // unloaded while it has live instances (the C ABI never frees its default instance),
+        // and glibc runs or drops a library's exit handlers when it is unloaded.
+        let rc = unsafe { on_exit(finalize_at_exit, std::ptr::null_mut()) };
         if rc != 0 {
-            tracing::warn!("atexit failed: live instances will not be finalized at exit");
+            tracing::warn!("on_exit failed: live instances will not be finalized at exit");
         }
     });
 }
@@ -55,8 +59,13 @@ pub fn exit_without_finalize(status: i32) -> ! {
     std::process::exit(status)
 }
 
-extern "C" fn finalize_at_exit() {
-    if LEAVING.load(Ordering::Acquire) {
+unsafe extern "C" {
+    /// glibc's `on_exit`: like `atexit`, and the handler receives the exit status.
+    fn on_exit(f: extern "C" fn(c_int, *mut c_void), arg: *mut c_void) -> c_int;
+}
+
+extern "C" fn finalize_at_exit(status: c_int, _: *mut c_void) {
+    if status != 0 || LEAVING.load(Ordering::Acquire) {
         return;
     }
     let _ = std::panic::catch_unwind(|| {

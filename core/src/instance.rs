@@ -582,10 +582,10 @@ impl Instance {
     /// free is possible) but every operation on them fails with `NotInitialized`. Finalising a
     /// finalised instance succeeds and does nothing.
     ///
-    /// An instance still live when its process exits (`std::process::exit`, or a C program
-    /// returning from `main`) is finalized then; dropping its last handle instead makes the PE
-    /// leave without finalize, and its peers see it as gone. A forked child never finalizes
-    /// its parent's instances.
+    /// An instance still live when its process exits with status 0 (`std::process::exit(0)`,
+    /// or a C program returning 0 from `main`) is finalized then; a non-zero status, or
+    /// dropping the last handle, makes the PE leave without finalize, and its peers see it as
+    /// gone. A forked child never finalizes its parent's instances.
     pub fn finalize(&self) -> Result<()> {
         if self
             .inner

@@ -77,7 +77,7 @@ impl Attributes {
     }
 
     /// [`Attributes::from_env`] on the environment `env`.
-    fn from_launcher_env(env: Env<'_>) -> Result<Attributes> {
+    pub(crate) fn from_launcher_env(env: Env<'_>) -> Result<Attributes> {
         let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
         if let Some(pe) = var(launcher_env::PE) {
             return Self::from_shmemrun(env, &pe);

@@ -33,6 +33,9 @@ mod error;
 mod exit;
 mod fabric;
 mod fault;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod heap;
 mod info;
 mod instance;

@@ -48,9 +48,13 @@ pub(crate) fn hang_report() -> Result<Option<Duration>> {
     seconds_or_off("SHMEM_HANG_REPORT", v, Some(DEFAULT_HANG_REPORT))
 }
 
+/// The largest number of seconds a setting takes (about 31 years): longer is `inf`, and a
+/// deadline that far ahead could overflow the clock.
+const MAX_SECONDS: f64 = 1e9;
+
 /// A setting in seconds (fractions allowed): unset or empty gives `default`; `0`, `off`,
 /// `inf` or `none` give `None`.
-fn seconds_or_off(
+pub(crate) fn seconds_or_off(
     name: &str,
     value: Option<String>,
     default: Option<Duration>,
@@ -64,9 +68,13 @@ fn seconds_or_off(
         s => s
             .parse::<f64>()
             .ok()
-            .filter(|x| x.is_finite() && *x > 0.0)
+            .filter(|x| x.is_finite() && *x > 0.0 && *x <= MAX_SECONDS)
             .map(|x| Some(Duration::from_secs_f64(x)))
-            .ok_or_else(|| Error::InvalidValue(format!("{name}={v:?} is not a number of seconds"))),
+            .ok_or_else(|| {
+                Error::InvalidValue(format!(
+                    "{name}={v:?} is not a number of seconds from 0 to {MAX_SECONDS:e} (or inf)"
+                ))
+            }),
     }
 }
 
@@ -150,6 +158,22 @@ impl ApiProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `environment` fuzz target: a huge number of seconds panicked converting to
+    /// a `Duration`.
+    #[test]
+    fn seconds_beyond_the_limit_are_refused_not_a_panic() {
+        let s = |v: &str| seconds_or_off("SHMEM_TIMEOUT", Some(v.into()), None);
+        assert_eq!(s("2.5").unwrap(), Some(Duration::from_millis(2500)));
+        assert_eq!(s("inf").unwrap(), None);
+        for bad in ["2766554408776655443322", "1e300", "-1", "NaN", "x"] {
+            let e = s(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("not a number of seconds"),
+                "{bad}: {e}"
+            );
+        }
+    }
 
     #[test]
     fn the_bootstrap_secret_is_32_hex_digits_or_unset() {

@@ -2,27 +2,14 @@
 //! still live at `std::process::exit` is finalized then, and a forked child that drops its copy
 //! of an instance leaves the parent PE intact.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use shmem_sim::launcher::{Job, JobReport, Output};
 
-fn exit_job() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps");
-    let p = dir.join("examples").join("exit_job");
-    assert!(
-        p.is_file(),
-        "cargo test builds the exit_job example (for this test alone: cargo build -p shmem --example exit_job)"
-    );
-    p
-}
+mod common;
 
 fn run(mode: &str, n: u32) -> JobReport {
-    Job::new(exit_job())
+    Job::new(common::example("exit_job"))
         .arg(mode)
         .n_pes(n)
         .timeout(Duration::from_secs(120))

@@ -7,28 +7,16 @@
 //! Every job has a launcher timeout or a watchdog; the 30 s bounds below catch hangs, the
 //! figures the tests print are the times.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use shmem_sim::launcher::{Job, JobReport, Output, StopCause, Termination};
 
+mod common;
+
 /// The hang catcher: a fault must end a job well within this.
 const BOUND: Duration = Duration::from_secs(30);
-
-fn fault_job() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps");
-    let p = dir.join("examples").join("fault_job");
-    assert!(
-        p.is_file(),
-        "cargo test builds the fault_job example (for this test alone: cargo build -p shmem --example fault_job)"
-    );
-    p
-}
 
 /// A mark unique to one job, set in its PEs' environment, and a TMPDIR of its own.
 struct Mark {
@@ -106,7 +94,7 @@ fn launch(fault: &str, extra: &[(&str, &str)], timeout: Duration) -> (JobReport,
 /// The job [`launch`] runs, not yet started.
 fn job(fault: &str, extra: &[(&str, &str)], timeout: Duration) -> (Job, Mark) {
     let mark = Mark::new(fault);
-    let mut job = Job::new(fault_job())
+    let mut job = Job::new(common::example("fault_job"))
         .n_pes(4)
         .timeout(timeout)
         .output(Output::Capture)
@@ -297,7 +285,7 @@ fn self_launched(fault: &str) -> (Vec<Ended>, Duration, Mark) {
     let pes: Vec<SelfPe> = (0..4)
         .map(|pe| SelfPe {
             pe,
-            child: Command::new(fault_job())
+            child: Command::new(common::example("fault_job"))
                 .env("FAULT_JOB", format!("{pe},4,{p1}"))
                 .env("SHMEM_INSTANCE_PORT_RANGE", format!("{}:{p2}", p2 - 1))
                 .env("SHMEM_FAULT", fault)

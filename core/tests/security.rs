@@ -5,23 +5,10 @@
 //! `fd_exchange`, which need root.)
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn port_job() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps");
-    let p = dir.join("examples").join("port_job");
-    assert!(
-        p.is_file(),
-        "cargo test builds the port_job example (for this test alone: cargo build -p shmem --example port_job)"
-    );
-    p
-}
+mod common;
 
 /// A port that was free a moment ago, below the ephemeral range.
 fn free_port() -> u16 {
@@ -48,7 +35,7 @@ struct Pe {
 
 impl Pe {
     fn start(pe: u32, n: u32, port: u16, secret: Option<&str>) -> Pe {
-        let mut cmd = Command::new(port_job());
+        let mut cmd = Command::new(common::example("port_job"));
         cmd.args([pe.to_string(), n.to_string(), port.to_string()])
             .env("SHMEM_TIMEOUT", "60")
             .env_remove("SHMEM_BOOTSTRAP_SECRET")

@@ -3,24 +3,12 @@
 //! exchange collective, a kernel launch and finalize on 2 PEs. memcheck must find no error and
 //! no definite leak (`--error-exitcode=1`), and print nothing.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use shmem_sim::launcher::{Job, Output};
 
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps");
-    let p = dir.join("examples").join(name);
-    assert!(
-        p.is_file(),
-        "cargo test builds the {name} example (for this test alone: cargo build -p shmem --example {name})"
-    );
-    p
-}
+mod common;
+use common::example;
 
 #[test]
 fn a_rust_job_runs_clean_under_valgrind() {

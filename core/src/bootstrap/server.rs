@@ -120,6 +120,19 @@ impl ServerHandle {
     }
 }
 
+#[cfg(feature = "fuzzing")]
+impl ServerHandle {
+    /// Stops the server at once and joins its thread, passing on a panic of the thread.
+    pub(crate) fn stop_checked(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take()
+            && let Err(p) = t.join()
+        {
+            std::panic::resume_unwind(p);
+        }
+    }
+}
+
 impl Drop for ServerHandle {
     fn drop(&mut self) {
         self.stop(Duration::ZERO);

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{build, exported, oshrun, repo, run, target_dir, temp_dir, text};
+use common::{build, exported, oshrun, oshrun_with, repo, run, target_dir, temp_dir, text};
 
 const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/shmem.h"));
 const COMMITTED: &str = include_str!("../../include/shmem.h");
@@ -570,13 +570,7 @@ fn a_pe_that_leaves_main_without_finalize_stays_until_every_pe_finalizes() {
         &dir,
     );
     for mode in ["return", "exit"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
-            .args(["-n", "3", "--timeout", "120", "--"])
-            .arg(&exe)
-            .arg(mode)
-            .env("SHMEM_TIMEOUT", "60")
-            .output()
-            .expect("oshrun runs");
+        let out = oshrun_with(&exe, 3, &[mode], &[]);
         let text = text(&out);
         assert!(out.status.success(), "{mode}:\n{text}");
         assert!(
@@ -600,13 +594,7 @@ fn fork_and_system_after_init_leave_the_pe_intact() {
         &["-std=c11"],
         &dir,
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
-        .args(["-n", "2", "--timeout", "120", "--"])
-        .arg(&exe)
-        .arg("fork")
-        .env("SHMEM_TIMEOUT", "60")
-        .output()
-        .expect("oshrun runs");
+    let out = oshrun_with(&exe, 2, &["fork"], &[]);
     let text = text(&out);
     assert!(out.status.success(), "{text}");
     assert_eq!(text.matches(" ok").count(), 2, "{text}");
@@ -736,7 +724,7 @@ fn every_pe_exits_soon_after_the_launcher_dies_also_under_a_wrapper() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A C program's PE 2 of 4 dies (SIGKILL, or `_exit` without finalize) while the others are
+/// A C program's PE 2 of 4 dies (SIGKILL, `_exit`, or `exit(3)`) while the others are
 /// blocked in a barrier or a wait: under `oshrun` the job ends with PE 2's status and the
 /// launcher names PE 2 and how it ended; no survivor returns from its blocked call. (The
 /// launcher-killed case is `every_pe_exits_soon_after_the_launcher_dies_also_under_a_wrapper`.)
@@ -753,16 +741,12 @@ fn a_c_pe_dying_in_a_barrier_or_wait_ends_the_job_naming_it() {
     for (how, code, says) in [
         ("kill", 137, "SIGKILL"),
         ("_exit", 3, "exited with status 3"),
+        // A failing PE leaves at once: no finalize at exit with a non-zero status.
+        ("exit", 3, "exited with status 3"),
     ] {
         for at in ["barrier", "wait"] {
             let start = Instant::now();
-            let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
-                .args(["-n", "4", "--timeout", "120", "--"])
-                .arg(&exe)
-                .args(["die", how, at])
-                .env("SHMEM_TIMEOUT", "60")
-                .output()
-                .expect("oshrun runs");
+            let out = oshrun_with(&exe, 4, &["die", how, at], &[]);
             let took = start.elapsed();
             let text = text(&out);
             println!(

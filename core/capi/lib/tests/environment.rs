@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{build, temp_dir, text};
+use common::{build, oshrun_with, temp_dir, text};
 
 /// `conformance/c/signals.c` on 4 PEs: SIGALRM and SIGPROF every millisecond, handled without
 /// `SA_RESTART`, through barriers, waits, locks, allocations, team splits and collectives.
@@ -21,12 +21,7 @@ fn every_routine_completes_under_a_1_khz_timer_whose_signals_interrupt_system_ca
         &["-std=c11"],
         &dir,
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_oshrun"))
-        .args(["-n", "4", "--timeout", "120", "--"])
-        .arg(&exe)
-        .env("SHMEM_TIMEOUT", "60")
-        .output()
-        .expect("oshrun runs");
+    let out = oshrun_with(&exe, 4, &[], &[]);
     let text = text(&out);
     assert!(out.status.success(), "{text}");
     assert_eq!(text.matches(" ok: ").count(), 4, "{text}");

@@ -114,9 +114,21 @@ pub(crate) fn build(tool: &str, source: &str, flags: &[&str], dir: &Path) -> Pat
 
 /// Runs `exe` on `n` PEs with `oshrun` (bounded by a timeout), with `vars` set.
 pub(crate) fn oshrun(exe: &Path, n: u32, vars: &[(&str, &str)]) -> std::process::Output {
+    oshrun_with(exe, n, &[], vars)
+}
+
+/// Runs `exe args` on `n` PEs with `oshrun` (a 120 s job timeout, `SHMEM_TIMEOUT=60`), with
+/// `vars` set.
+pub(crate) fn oshrun_with(
+    exe: &Path,
+    n: u32,
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_oshrun"))
         .args(["-n", &n.to_string(), "--timeout", "120", "--"])
         .arg(exe)
+        .args(args)
         .env("SHMEM_TIMEOUT", "60")
         .envs(vars.iter().copied())
         .output()
