@@ -334,6 +334,12 @@ pub trait Transport: Send + Sync + Sized + 'static {
     fn kernel_mapping(&self, pe: Pe) -> Option<NonNull<u8>> {
         self.host_mapping(pe)
     }
+    /// The process id of PE `pe`, where the transport knows it (its PEs share this host), for
+    /// hang reports that say what state a PE that does not arrive is in. `None` by default.
+    fn peer_pid(&self, pe: Pe) -> Option<u32> {
+        let _ = pe;
+        None
+    }
     /// The watchdog the transport was opened with, which its waits consult.
     fn watchdog(&self) -> &dyn Watchdog;
 

@@ -180,6 +180,11 @@ impl Fabric {
         on!(self, |t| t.host_mapping(pe))
     }
 
+    /// [`Transport::peer_pid`](shmem_backend::Transport::peer_pid).
+    pub(crate) fn peer_pid(&self, pe: Pe) -> Option<u32> {
+        on!(self, |t| t.peer_pid(pe))
+    }
+
     pub(crate) fn segment_size(&self) -> usize {
         on!(self, |t| t.segment_size())
     }

@@ -7,8 +7,12 @@
 //! (30 s) and then at doubling intervals, in one line a person and a script can read:
 //!
 //! ```text
-//! shmem: WARN hang? PE 0 has waited 30 s in barrier_all (instance 0, team world) for PE 1, PE 3
+//! shmem: WARN hang? PE 0 has waited 30 s in barrier_all (instance 0, team world) for PE 1, PE 3 (stopped)
 //! ```
+//!
+//! A PE waited for is followed by its process state when that explains the wait (`stopped`,
+//! `stopped by a debugger`, `exited`, `in an uninterruptible wait`), where the transport knows
+//! the PEs' processes (the simulator's PEs share one host).
 
 use std::cell::Cell;
 use std::fmt;

@@ -109,13 +109,14 @@ fn job(fault: &str, extra: &[(&str, &str)], timeout: Duration) -> (Job, Mark) {
     (job, mark)
 }
 
-/// Whether a hang report (`hang? PE k has waited … for PE 1, PE 2`) names PE 2 among the
-/// members waited for. PE 2's own line about its fault does not count.
-fn hang_report_names_pe2(stderr: &str) -> bool {
+/// Whether a hang report (`hang? PE k has waited … for PE 1, PE 2 (stopped)`) names PE 2 in
+/// `state` among the members waited for. PE 2's own line about its fault does not count.
+fn hang_report_names_pe2(stderr: &str, state: &str) -> bool {
+    let want = format!("PE 2 ({state})");
     stderr.lines().any(|l| {
         l.contains("hang?")
             && l.rsplit_once(" for ")
-                .is_some_and(|(_, pes)| pes.split(", ").any(|p| p == "PE 2"))
+                .is_some_and(|(_, pes)| pes.split(", ").any(|p| p == want))
     })
 }
 
@@ -192,8 +193,8 @@ fn a_stopped_pe_is_reported_the_waiters_time_out_and_the_launcher_kills_it() {
     );
     assert!(r.elapsed < BOUND, "the job took {:?}", r.elapsed);
     assert!(
-        hang_report_names_pe2(&err),
-        "no hang report names PE 2:\n{err}"
+        hang_report_names_pe2(&err, "stopped"),
+        "no hang report names PE 2 and its state:\n{err}"
     );
     assert!(
         err.contains("barrier_all failed") && err.contains("timed out"),
@@ -218,7 +219,7 @@ fn a_stopped_pe_without_a_timeout_is_ended_by_the_launchers_timeout() {
     let err = stderr_of(&r);
     assert_eq!(r.exit_code, 124, "{r:#?}");
     assert!(matches!(r.cause, Some(StopCause::TimedOut { .. })));
-    assert!(hang_report_names_pe2(&err), "{err}");
+    assert!(hang_report_names_pe2(&err, "stopped"), "{err}");
     mark.assert_clean();
 }
 

@@ -39,7 +39,8 @@ pub(crate) struct Control {
     sleepers: AtomicU32,
     /// Sleepers that watch the whole segment.
     everything: AtomicU32,
-    _pad: u32,
+    /// The owning PE's process id, for hang reports (0 until it has mapped the segments).
+    pid: AtomicU32,
     /// Watched line ranges, `first << 32 | end` (`0` = free slot).
     slots: [AtomicU64; SLOTS],
 }
@@ -109,6 +110,17 @@ fn overlaps(slot: u64, write: u64) -> bool {
 }
 
 impl Control {
+    /// Records the owning PE's process id (before the barrier that ends attaching, which
+    /// orders it for every reader).
+    pub(crate) fn set_pid(&self, pid: u32) {
+        self.pid.store(pid, Ordering::Release);
+    }
+
+    /// The owning PE's process id, once recorded.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        Some(self.pid.load(Ordering::Acquire)).filter(|&p| p != 0)
+    }
+
     /// Called by a writer after it stored `len` bytes at `offset` of this PE's segment with
     /// plain stores (or a release store).
     #[inline]

@@ -281,6 +281,16 @@ impl SimTransport {
         if let Some(w) = window.as_ref().filter(|_| host_access) {
             w.map(&object)?;
         }
+        // SAFETY: the control table holds one `Control` (all atomics) per PE, line aligned, in
+        // the mapping just made; line `my_pe` is this PE's.
+        let mine = unsafe {
+            &*segments
+                .controls()
+                .as_ptr()
+                .add(spec.my_pe as usize * CONTROL_SIZE)
+                .cast::<crate::control::Control>()
+        };
+        mine.set_pid(rustix::process::getpid().as_raw_nonzero().get() as u32);
         if spec.n_pes > 1 {
             // Nobody starts using the segments before everyone has mapped them.
             exchange.barrier()?;
@@ -1010,6 +1020,10 @@ impl Transport for SimTransport {
     fn host_mapping(&self, pe: Pe) -> Option<NonNull<u8>> {
         (self.shared.profile.caps.host_mapping && pe < self.n_pes)
             .then(|| NonNull::new(self.slot(pe)).expect("a mapping is never null"))
+    }
+
+    fn peer_pid(&self, pe: Pe) -> Option<u32> {
+        (pe < self.n_pes).then(|| self.control(pe).pid()).flatten()
     }
 
     fn kernel_mapping(&self, pe: Pe) -> Option<NonNull<u8>> {

@@ -121,12 +121,32 @@ impl fmt::Display for CollWait<'_> {
             return Ok(());
         }
         f.write_str(" for ")?;
-        for (i, pe) in missing.iter().enumerate() {
+        for (i, &pe) in missing.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
             write!(f, "PE {pe}")?;
+            let state = t.inst.fabric().peer_pid(pe).and_then(unusual_state);
+            if let Some(state) = state {
+                write!(f, " ({state})")?;
+            }
         }
         Ok(())
     }
+}
+
+/// What process `pid` is doing, when that explains why it does not arrive: stopped (SIGSTOP,
+/// a terminal's ^Z), stopped by a debugger, exited, or in an uninterruptible wait. `None` for a
+/// running or sleeping process, or one that cannot be read.
+fn unusual_state(pid: u32) -> Option<&'static str> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The state follows the command name, which is in parentheses and may contain any byte.
+    let state = stat.rsplit_once(") ")?.1.chars().next()?;
+    Some(match state {
+        'T' => "stopped",
+        't' => "stopped by a debugger",
+        'Z' | 'X' => "exited",
+        'D' => "in an uninterruptible wait",
+        _ => return None,
+    })
 }
