@@ -308,17 +308,26 @@ fn amo_routines(out: &mut Vec<Routine>) {
                 &params,
                 &body,
             );
-            // The non-blocking fetching forms: the value is delivered to `*fetch`.
+            // The non-blocking fetching forms: the value is delivered to `*fetch`, which a
+            // failed call leaves untouched.
             if *fetching {
                 let mut nbi = vec![fetch()];
                 nbi.extend(params.iter().cloned());
+                let source = if *op == "fetch" {
+                    "let dest = source.cast_mut(); "
+                } else {
+                    ""
+                };
                 emit(
                     out,
                     &format!("{name}_atomic_{op}_nbi"),
                     "void",
                     "()",
                     &nbi,
-                    &format!("let _ = name; let v = {{ {body} }}; crate::amo::deliver(fetch, v)"),
+                    &format!(
+                        "{source}crate::amo::run_nbi(name, ctx, dest, pe, {}, fetch)",
+                        amo_op(call)
+                    ),
                 );
             }
         }

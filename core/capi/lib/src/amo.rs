@@ -109,15 +109,30 @@ unsafe fn run_void_checked<T: AmoType>(
 }
 
 /// A non-blocking fetching atomic: performed at once (a completion before the next quiet is
-/// allowed), its value written to `*fetch`.
+/// allowed), its value written to `*fetch`. A failed call (logged) writes nothing.
 ///
 /// # Safety
 ///
-/// `fetch` is valid for a write of a `T` (or null, then nothing is written).
-#[inline]
-pub(crate) unsafe fn deliver<T>(fetch: *mut T, value: T) {
-    if !fetch.is_null() {
+/// `fetch` is valid for a write of a `T` (or null, then nothing is written); `dest` as for
+/// [`run`].
+#[inline(always)]
+pub(crate) unsafe fn run_nbi<T: AmoType>(
+    name: &str,
+    ctx: shmem_ctx_t,
+    dest: *mut T,
+    pe_: c_int,
+    op: AmoOp,
+    fetch: *mut T,
+) {
+    enter();
+    let fetched = match plain_ctx(ctx).zip(u32::try_from(pe_).ok()) {
+        Some((c, pe)) => c.atomic_at(dest.cast_const(), op, pe),
+        None => atomic(ctx, dest, pe_, op),
+    };
+    if let Some(v) = finish(name, None, fetched.map(Some))
+        && !fetch.is_null()
+    {
         // SAFETY: valid per the contract.
-        unsafe { fetch.write(value) };
+        unsafe { fetch.write(v) };
     }
 }

@@ -88,24 +88,31 @@ pub(crate) fn exported() -> std::collections::HashSet<String> {
     exported_with_types().into_iter().map(|(s, _)| s).collect()
 }
 
-/// Compiles `source` with `tool` and `flags` into a temporary file, returning its path.
+/// Compiles `source` (relative to the repository) with `tool` and `flags` into a temporary
+/// file, returning its path.
 pub(crate) fn build(tool: &str, source: &str, flags: &[&str], dir: &Path) -> PathBuf {
+    build_in(tool, &repo().join(source), flags, dir)
+}
+
+/// [`build`] of a source file anywhere.
+pub(crate) fn build_in(tool: &str, source: &Path, flags: &[&str], dir: &Path) -> PathBuf {
     target_dir();
     let exe = dir.join(format!(
         "{}-{}",
-        Path::new(source).file_stem().unwrap().to_string_lossy(),
+        source.file_stem().unwrap().to_string_lossy(),
         flags.join("").replace(['-', '='], "")
     ));
     let out = Command::new(tool)
         .args(flags)
         .args(["-Wall", "-Wextra", "-Werror", "-O1", "-o"])
         .arg(&exe)
-        .arg(repo().join(source))
+        .arg(source)
         .output()
         .expect("the compiler wrapper runs");
     assert!(
         out.status.success(),
-        "{tool} {flags:?} {source} failed:\n{}{}",
+        "{tool} {flags:?} {} failed:\n{}{}",
+        source.display(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );

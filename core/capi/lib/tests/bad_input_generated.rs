@@ -1,0 +1,269 @@
+//! Bad input, generated (issue 14, item 3), for the OpenSHMEM C ABI: every routine of
+//! `shmem.h` × each class of argument it has (PE, context handle, symmetric address, size,
+//! stride), one invalid value at a time, with every other argument valid. A C program is
+//! generated from the committed header, run on 2 PEs, and each call must:
+//! - log one `ERROR <routine>: …` line (or, for the routines whose specification gives an
+//!   answer instead, return it: `shmem_pe_accessible`, `shmem_addr_accessible` 0 and
+//!   `shmem_ptr`, `shmem_team_ptr` NULL, for a PE or an address they cannot reach);
+//! - leave the job running: no PE ends;
+//! - change nothing: a checksum of the PE's symmetric buffer is the same after the call.
+//!
+//! The test prints the coverage: (routine, class) pairs tested over the pairs the header has.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use common::{build_in, oshrun_with, repo, temp_dir, text};
+
+/// One C prototype of the header.
+struct Proto {
+    ret: String,
+    name: String,
+    /// Each parameter: its type and its name.
+    params: Vec<(String, String)>,
+}
+
+/// The prototypes of `shmem.h` that take a PE number (the C++ overloads excluded).
+fn prototypes() -> Vec<Proto> {
+    let header = std::fs::read_to_string(repo().join("core/capi/include/shmem.h"))
+        .expect("the committed header");
+    let mut seen = std::collections::BTreeSet::new();
+    header
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("inline") && l.ends_with(");"))
+        .filter_map(|l| {
+            let open = l.find("shmem_")?;
+            let (ret, rest) = l.split_at(open);
+            let (name, params) = rest.trim_end_matches(");").split_once('(')?;
+            let params: Vec<(String, String)> = params
+                .split(", ")
+                .filter(|p| !p.is_empty() && *p != "void")
+                .map(|p| {
+                    let at = p.rfind(|c: char| !(c.is_alphanumeric() || c == '_'))? + 1;
+                    Some((p[..at].trim().to_owned(), p[at..].to_owned()))
+                })
+                .collect::<Option<_>>()?;
+            let named = params.iter().all(|(t, n)| !t.is_empty() && !n.is_empty());
+            (named && params.iter().any(|(t, n)| t == "int" && n == "pe")).then(|| Proto {
+                ret: ret.trim().to_owned(),
+                name: name.to_owned(),
+                params,
+            })
+        })
+        .filter(|p| seen.insert(p.name.clone()))
+        .collect()
+}
+
+/// The argument classes, and the invalid value of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Class {
+    /// `pe`: -1 and the number of PEs.
+    Pe,
+    /// `ctx`: a pointer that no `shmem_ctx_create` returned.
+    Context,
+    /// An argument that must be symmetric: a local stack address.
+    Address,
+    /// `nelems`: more elements than the heap holds.
+    Size,
+    /// `dst`/`sst` of the symmetric side: a stride that leads far outside the heap.
+    Stride,
+}
+
+/// The parameters of `p` that must be symmetric addresses.
+fn symmetric(p: &Proto) -> Vec<&str> {
+    let reads =
+        p.name.contains("get") || p.name.ends_with("_g") || p.name.contains("atomic_fetch(");
+    let fetch_only = p.name.ends_with("atomic_fetch") || p.name.ends_with("atomic_fetch_nbi");
+    p.params
+        .iter()
+        .map(|(_, n)| n.as_str())
+        .filter(|&n| match n {
+            "sig_addr" => true,
+            "dest" => !(reads && p.params.iter().any(|(_, n)| n == "source")),
+            "source" => reads || fetch_only,
+            _ => false,
+        })
+        .collect()
+}
+
+/// A call of `p`, with `set` replacing the arguments it names.
+fn call(p: &Proto, set: &[(&str, &str)]) -> String {
+    let args: Vec<String> = p
+        .params
+        .iter()
+        .map(|(ty, name)| {
+            if let Some((_, v)) = set.iter().find(|(n, _)| n == name) {
+                return (*v).to_owned();
+            }
+            match name.as_str() {
+                "pe" => "next".to_owned(),
+                "ctx" => "SHMEM_CTX_DEFAULT".to_owned(),
+                "team" => "SHMEM_TEAM_WORLD".to_owned(),
+                "sig_op" => "SHMEM_SIGNAL_SET".to_owned(),
+                "nelems" | "nblocks" | "bsize" | "dst" | "sst" | "signal" => format!("({ty})1"),
+                // The fetched value goes to a local word.
+                "fetch" => format!("({ty})local"),
+                _ if ty.contains('*') => format!("({ty})buf"),
+                _ => format!("({ty})0"),
+            }
+        })
+        .collect();
+    format!("{}({})", p.name, args.join(", "))
+}
+
+/// What a call of `p` must do instead of logging an error, if the specification gives it a
+/// return value for a PE it cannot reach.
+fn answers(p: &Proto) -> Option<&'static str> {
+    match p.name.as_str() {
+        "shmem_pe_accessible" | "shmem_addr_accessible" => Some("0"),
+        "shmem_ptr" | "shmem_team_ptr" => Some("NULL"),
+        _ => None,
+    }
+}
+
+#[test]
+fn every_routine_refuses_one_invalid_argument_of_each_class_and_changes_nothing() {
+    let protos = prototypes();
+    assert!(protos.len() > 1000, "only {} routines parsed", protos.len());
+    let mut c = String::from(
+        "#include <shmem.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n\n\
+         static unsigned char *buf;\nstatic int failures;\n\n\
+         static uint64_t sum(void) {\n    uint64_t s = 1469598103934665603ULL;\n    \
+         for (int i = 0; i < 4096; i++) s = (s ^ buf[i]) * 1099511628211ULL;\n    return s;\n}\n\n\
+         #define CALL(what, class, e) do { uint64_t b0 = sum(); e; \\\n    \
+         if (sum() != b0) { printf(\"PE %d: %s (%s) changed the heap\\n\", me, what, class); failures++; } \\\n    \
+         printf(\"CALLED %s\\n\", what); } while (0)\n\n\
+         int main(void) {\n    shmem_init();\n    int me = shmem_my_pe(), n = shmem_n_pes(), next = (me + 1) % n;\n    \
+         buf = shmem_malloc(4096);\n    long double local[64];\n    unsigned char stack[4096];\n    \
+         memset(buf, 0x5a, 4096);\n    shmem_barrier_all();\n    (void)stack;\n    (void)local;\n",
+    );
+    // (routine, class) → calls made.
+    let mut tested: BTreeMap<(String, Class), usize> = BTreeMap::new();
+    let mut applicable = 0usize;
+    for p in &protos {
+        let names: Vec<&str> = p.params.iter().map(|(_, n)| n.as_str()).collect();
+        let mut cases: Vec<(Class, &str, String)> = Vec::new();
+        for bad in ["-1", "n"] {
+            cases.push((Class::Pe, "pe", bad.to_owned()));
+        }
+        if names.contains(&"ctx") {
+            cases.push((Class::Context, "ctx", "(shmem_ctx_t)(uintptr_t)0x10".into()));
+        }
+        for s in symmetric(p) {
+            let ty = &p
+                .params
+                .iter()
+                .find(|(_, n)| n == s)
+                .expect("a parameter")
+                .0;
+            cases.push((Class::Address, s, format!("({ty})stack")));
+        }
+        if names.contains(&"nelems") && p.params.iter().any(|(t, _)| t.contains('*')) {
+            cases.push((Class::Size, "nelems", "(size_t)1 << 40".into()));
+        }
+        // The stride of the symmetric side (that of the local side walks the caller's own
+        // memory, which no library can check): two elements, the second 2^40 elements on.
+        for (side, stride) in [("dest", "dst"), ("source", "sst")] {
+            let symmetric_side = symmetric(p).contains(&side);
+            if symmetric_side && names.contains(&stride) && !names.contains(&"nblocks") {
+                cases.push((Class::Stride, stride, "(ptrdiff_t)1 << 40".into()));
+            }
+        }
+        let classes: std::collections::BTreeSet<Class> = cases.iter().map(|c| c.0).collect();
+        applicable += classes.len();
+        for (class, which, bad) in cases {
+            // A stride matters from the second element on.
+            let e = match class {
+                Class::Stride => call(p, &[(which, &bad), ("nelems", "(size_t)2")]),
+                _ => call(p, &[(which, &bad)]),
+            };
+            let e = match (class, answers(p), p.ret.as_str()) {
+                (_, Some(want), _) => format!(
+                    "if ({e} != {want}) {{ printf(\"PE %d: {} answered wrongly\\n\", me); failures++; }}",
+                    p.name
+                ),
+                (_, _, "void") => e,
+                _ => format!("(void){e}"),
+            };
+            let _ = writeln!(c, "    CALL(\"{}\", \"{class:?}\", {e});", p.name);
+            *tested.entry((p.name.clone(), class)).or_default() += 1;
+        }
+    }
+    c.push_str(
+        "    shmem_barrier_all();\n    shmem_free(buf);\n    shmem_finalize();\n    \
+         if (!failures) printf(\"PE %d ok\\n\", me);\n    return failures != 0;\n}\n",
+    );
+    let dir = temp_dir("bad-input-generated");
+    let source = dir.join("bad_generated.c");
+    std::fs::write(&source, &c).expect("the generated program");
+    let exe = build_in(
+        env!("CARGO_BIN_EXE_oshcc"),
+        &source,
+        &["-std=c11", "-w"],
+        &dir,
+    );
+    let out = oshrun_with(&exe, 2, &[], &[]);
+    let text = text(&out);
+    assert!(out.status.success(), "{}", tail(&text));
+    assert_eq!(text.matches(" ok\n").count(), 2, "{}", tail(&text));
+
+    // Every call that has no specified answer logged one error naming its routine, or the
+    // routine it forwards to (the `long double` `p` and `g`, written in C over put and get).
+    let mut logged: BTreeMap<&str, usize> = BTreeMap::new();
+    for l in text.lines() {
+        if let Some(name) = l.strip_prefix("ERROR ").and_then(|r| r.split(':').next()) {
+            *logged.entry(name).or_default() += 1;
+        }
+    }
+    fn forwarded(name: &str) -> &str {
+        match name {
+            "shmem_longdouble_p" | "shmem_ctx_longdouble_p" => "shmem_ctx_longdouble_put",
+            "shmem_longdouble_g" | "shmem_ctx_longdouble_g" => "shmem_ctx_longdouble_get",
+            n => n,
+        }
+    }
+    let mut calls: BTreeMap<&str, usize> = BTreeMap::new();
+    for ((name, _), k) in &tested {
+        if !answers_name(name) {
+            *calls.entry(forwarded(name)).or_default() += k * 2;
+        }
+    }
+    for (name, want) in &calls {
+        let got = logged.get(name).copied().unwrap_or(0);
+        assert!(
+            got >= *want,
+            "{name}: {got} error lines for {want} refused calls"
+        );
+    }
+    let pairs = tested.len();
+    println!(
+        "bad input, C ABI: {pairs} of {applicable} (routine, class) pairs tested, {} calls per PE, {} routines",
+        tested.values().sum::<usize>(),
+        protos.len()
+    );
+    let mut by_class: BTreeMap<Class, usize> = BTreeMap::new();
+    for (_, class) in tested.keys() {
+        *by_class.entry(*class).or_default() += 1;
+    }
+    println!("by class: {by_class:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn answers_name(name: &str) -> bool {
+    matches!(
+        name,
+        "shmem_pe_accessible" | "shmem_addr_accessible" | "shmem_ptr" | "shmem_team_ptr"
+    )
+}
+
+/// The end of a long output, for a failure message.
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("CALLED ") && !l.starts_with("ERROR "))
+        .collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
