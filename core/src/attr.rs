@@ -228,7 +228,7 @@ pub struct Attributes {
     pub secret: Option<Secret>,
     /// Overrides `SHMEM_INSTANCE_PORT_RANGE` for this instance (`"start:end"`).
     pub port_range: Option<String>,
-    /// The profile to run under; `None` reads `SHMEM_PROFILE` (see [`ApiProfile`]).
+    /// The profile to run under; `None` reads `SHMEM_PROFILE` (see [`ApiProfile`](crate::ApiProfile)).
     pub profile: Option<crate::ApiProfile>,
     /// Overrides `SHMEM_TIMEOUT` for this instance's data-path waits (barriers, collectives,
     /// waits, locks): how long one may last before it fails with `TIMEOUT_ERROR` (not zero).

@@ -59,9 +59,29 @@ pub fn exit_without_finalize(status: i32) -> ! {
     std::process::exit(status)
 }
 
+#[cfg(target_env = "gnu")]
 unsafe extern "C" {
     /// glibc's `on_exit`: like `atexit`, and the handler receives the exit status.
     fn on_exit(f: extern "C" fn(c_int, *mut c_void), arg: *mut c_void) -> c_int;
+}
+
+/// Without glibc there is no exit status to read: every exit finalizes (as with status 0).
+///
+/// # Safety
+///
+/// As for `atexit`: `f` stays callable for the life of the process.
+#[cfg(not(target_env = "gnu"))]
+unsafe fn on_exit(f: extern "C" fn(c_int, *mut c_void), _arg: *mut c_void) -> c_int {
+    static HANDLER: std::sync::OnceLock<extern "C" fn(c_int, *mut c_void)> =
+        std::sync::OnceLock::new();
+    extern "C" fn call() {
+        if let Some(f) = HANDLER.get() {
+            f(0, std::ptr::null_mut());
+        }
+    }
+    let _ = HANDLER.set(f);
+    // SAFETY: `call` is a plain `extern "C" fn()` that stays valid for the process's life.
+    unsafe { libc::atexit(call) }
 }
 
 extern "C" fn finalize_at_exit(status: c_int, _: *mut c_void) {

@@ -98,7 +98,7 @@ fn ub_range(
 }
 
 /// The floating-point types the AI cores add atomically: `f32`, and CANN's `half` and
-/// `bfloat16` (as [`f16`] and [`bf16`]).
+/// `bfloat16` (as [`f16`](struct@crate::f16) and [`bf16`](struct@crate::bf16)).
 pub trait DeviceFloat: Copy + sealed::Sealed {
     /// The width of the element.
     const WIDTH: Width;

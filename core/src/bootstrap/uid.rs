@@ -209,7 +209,7 @@ impl UniqueId {
         bind_random_port(ip, scope)
     }
 
-    /// Makes an id for an automatically chosen interface (see [`super::interfaces`]) on a
+    /// Makes an id for an automatically chosen interface (see the `bootstrap::interfaces` module) on a
     /// random port; fails with a hint at `SHMEM_UID_SESSION_ID` when no interface qualifies.
     pub fn with_auto_interface() -> Result<UniqueId, BootstrapError> {
         let (name, ip, scope) = interfaces::pick_auto(&interfaces::interface_addrs()?)?;

@@ -22,6 +22,9 @@
 //!   each failed call writes one line to standard error, and `aclGetRecentErrMsg` returns it.
 //!   No panic unwinds into C.
 #![deny(unsafe_op_in_unsafe_fn)]
+// The crate's Rust items are all internal (its interface is the C ABI of `libascendcl.so`), and
+// its documentation is about them.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod api;
 mod copy;

@@ -7,14 +7,17 @@
 //! table (`src/table.rs`) by `build.rs`, which also writes the header; `include/shmem.h` is that
 //! header, checked against the generator by the tests.
 //!
-//! **Errors.** No panic unwinds into C: every routine runs inside [`boundary::call`], which
-//! catches it. A failed routine logs one line naming the call and the cause; one that returns a
+//! **Errors.** No panic unwinds into C: every routine runs inside [`boundary::call`], whose
+//! panic hook ends the PE before unwinding begins. A failed routine logs one line naming the call and the cause; one that returns a
 //! code returns the specification's; an unrecoverable failure (a dead peer, a timeout, the job
 //! ending) ends the process with a non-zero status and that message.
 //!
 //! This first part of the ABI covers setup, the symmetric heap and RMA (every typed, sized and
 //! byte form, blocking and non-blocking, strided); the other families follow.
 #![deny(unsafe_op_in_unsafe_fn)]
+// The crate's Rust items are all internal (its interface is the C ABI), and its documentation
+// is about them.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod active_set;
 pub mod amo;

@@ -10,7 +10,7 @@
 //!
 //! A device call cannot return early from C++ code, so a failure is recorded in the block
 //! (the first one wins), the other blocks are released from their waits
-//! ([`MultiDevice::fail_launch`]), and every later device call of the block does nothing; the
+//! ([`Device::fail_launch`](shmem_core::Device::fail_launch), through a `MultiDevice`), and every later device call of the block does nothing; the
 //! launch then fails naming the kernel, the block and the call.
 
 use std::cell::Cell;
