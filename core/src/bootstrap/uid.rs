@@ -16,7 +16,10 @@
 //!    interface name or index) or `hostname:port` (resolved, IPv4 preferred). The port must be
 //!    in `1024..=65535`; exactly that address and port are bound ([`UniqueId::with_session`]).
 //! 2. Else `SHMEM_UID_SOCK_IFNAME` set: that interface's address ([`super::interfaces`]) on a
-//!    random port in `[1024, 65536)`, with up to 1000 attempts ([`UniqueId::with_interface`]).
+//!    port the system picks from its ephemeral range ([`UniqueId::with_interface`]). CANN
+//!    draws a random port from `[1024, 65536)` instead, which can take a port that a job of
+//!    `ip_port` instances was configured to use; the ephemeral range (`ip_local_port_range`)
+//!    is where no one configures a fixed port.
 //! 3. Else an automatically chosen interface ([`UniqueId::with_auto_interface`]).
 //!
 //! An empty (or all-blank) variable counts as unset. When both are set only
@@ -43,7 +46,6 @@
 
 use std::env::VarError;
 use std::fmt;
-use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::sync::Mutex;
@@ -66,8 +68,6 @@ const INNER_LEN: usize = 124;
 const UID_LEN: usize = 136;
 /// Lowest port a unique id may use.
 const MIN_PORT: u16 = 1024;
-/// How many random ports are tried before giving up.
-const PORT_ATTEMPTS: u32 = 1000;
 const LAYOUT_TAG: [u8; 4] = *b"RsU1";
 /// What a session address that does not bind needs.
 const BIND_HINT: &str = "the address must belong to this machine and the port be free \
@@ -200,21 +200,22 @@ impl UniqueId {
     }
 
     /// Makes an id for the address of one interface, in `SHMEM_UID_SOCK_IFNAME` syntax:
-    /// `ifname`, `ifname:inet4` or `ifname:inet6`, on a random port. Any interface may be
-    /// named, `lo` included.
+    /// `ifname`, `ifname:inet4` or `ifname:inet6`, on a port the system picks. Any interface may
+    /// be named, `lo` included.
     pub fn with_interface(spec: &str) -> Result<UniqueId, BootstrapError> {
         let (name, family) = interfaces::parse_ifname_spec(spec)?;
         let (ip, scope) =
             interfaces::pick_for_interface(&interfaces::interface_addrs()?, &name, family)?;
-        bind_random_port(ip, scope)
+        bind_system_port(ip, scope)
     }
 
-    /// Makes an id for an automatically chosen interface (see the `bootstrap::interfaces` module) on a
-    /// random port; fails with a hint at `SHMEM_UID_SESSION_ID` when no interface qualifies.
+    /// Makes an id for an automatically chosen interface (see the `bootstrap::interfaces`
+    /// module) on a port the system picks; fails with a hint at `SHMEM_UID_SESSION_ID` when no
+    /// interface qualifies.
     pub fn with_auto_interface() -> Result<UniqueId, BootstrapError> {
         let (name, ip, scope) = interfaces::pick_auto(&interfaces::interface_addrs()?)?;
         tracing::debug!("unique id: automatically chose interface {name}");
-        bind_random_port(ip, scope)
+        bind_system_port(ip, scope)
     }
 
     /// An id for `127.0.0.1` on a port the system picks (the job-local rendezvous).
@@ -320,26 +321,15 @@ impl fmt::Debug for UniqueId {
     }
 }
 
-/// Binds `ip` on a random port in `[1024, 65536)`, trying up to [`PORT_ATTEMPTS`] ports; only
-/// "address in use" is retried.
-fn bind_random_port(ip: IpAddr, scope_id: u32) -> Result<UniqueId, BootstrapError> {
-    let mut last = io::Error::from(io::ErrorKind::AddrInUse);
-    for _ in 0..PORT_ATTEMPTS {
-        let port: u16 = rand::random_range(MIN_PORT..=u16::MAX);
-        let a = addr::socket_addr(ip, port, scope_id);
-        match addr::bind(a, false) {
-            Ok(l) => return Ok(UniqueId::register(l, a)),
-            Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = e,
-            Err(e) => {
-                let m = format!("cannot bind the unique-id socket to {a}");
-                return Err(BootstrapError::io(m, e));
-            }
-        }
-    }
-    let m = format!(
-        "no free port on {ip} after {PORT_ATTEMPTS} random tries; free some ports or set SHMEM_UID_SESSION_ID=ip:port"
-    );
-    Err(BootstrapError::io(m, last))
+/// Binds `ip` on a port the system picks from its ephemeral range (port 0).
+fn bind_system_port(ip: IpAddr, scope_id: u32) -> Result<UniqueId, BootstrapError> {
+    let a = addr::socket_addr(ip, 0, scope_id);
+    let l = addr::bind(a, false)
+        .map_err(|e| BootstrapError::io(format!("cannot bind the unique-id socket to {ip}"), e))?;
+    let bound = l
+        .local_addr()
+        .map_err(|e| BootstrapError::io("reading the unique-id socket's port", e))?;
+    Ok(UniqueId::register(l, bound))
 }
 
 /// A variable's value; unset, empty and all-blank values are `None`.

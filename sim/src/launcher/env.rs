@@ -239,16 +239,24 @@ fn control_descriptor() -> io::Result<BorrowedFd<'static>> {
 /// does not: a program started under a wrapper (`sh -c`, `timeout`, `/usr/bin/time`,
 /// `perf record`) is not the launcher's child.
 ///
-/// Does nothing when the process was not started by `shmemrun`, and at most once per process
-/// (a forked child does not inherit the thread, so it is not watched). Returns whether the
-/// lifeline is being watched.
+/// Does nothing when the process was not started by `shmemrun` (or `SHMEMRUN_CONTROL_FD` no
+/// longer names the write end of a pipe), and at most once per process (a forked child does not
+/// inherit the thread, so it is not watched). Returns whether the lifeline is being watched.
 pub fn watch_lifeline() -> bool {
     static WATCHING: Mutex<Option<bool>> = Mutex::new(None);
     let mut watching = WATCHING.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(w) = *watching {
         return w;
     }
-    let started = control_descriptor().ok().is_some_and(|fd| {
+    // Only the write end of a pipe: a program that closed the launcher's descriptor and reused
+    // its number for something else must not be ended when that closes.
+    let pipe_write_end = |fd: &BorrowedFd<'static>| {
+        let fifo = rustix::fs::fstat(fd)
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Fifo);
+        let mode = rustix::fs::fcntl_getfl(fd).map(|f| f & rustix::fs::OFlags::RWMODE);
+        fifo && mode.is_ok_and(|m| m == rustix::fs::OFlags::WRONLY)
+    };
+    let started = control_descriptor().ok().filter(pipe_write_end).is_some_and(|fd| {
         let pe = std::env::var(PE).unwrap_or_else(|_| "?".into());
         std::thread::Builder::new()
             .name("shmem-lifeline".into())
