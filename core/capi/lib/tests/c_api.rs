@@ -503,13 +503,18 @@ fn shmem_version_and_shmem_info_print_once_at_start_up() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[test]
-fn c_programs_also_run_under_open_mpi_mpirun() {
-    let mpirun = ["/usr/bin/mpirun", "/usr/local/bin/mpirun"]
+/// Open MPI's `mpirun`.
+fn mpirun() -> &'static Path {
+    ["/usr/bin/mpirun", "/usr/local/bin/mpirun"]
         .into_iter()
         .map(Path::new)
         .find(|p| p.is_file())
-        .expect("Open MPI's mpirun (Debian openmpi-bin; .ci/run installs it)");
+        .expect("Open MPI's mpirun (Debian openmpi-bin; .ci/run installs it)")
+}
+
+#[test]
+fn c_programs_also_run_under_open_mpi_mpirun() {
+    let mpirun = mpirun();
     let dir = temp_dir("mpirun");
     let exe = build(
         env!("CARGO_BIN_EXE_oshcc"),
@@ -771,11 +776,7 @@ fn a_c_pe_dying_in_a_barrier_or_wait_ends_the_job_naming_it() {
 /// to test.)
 #[test]
 fn under_mpirun_the_survivors_of_a_c_pe_leaving_without_finalize_name_it() {
-    let mpirun = ["/usr/bin/mpirun", "/usr/local/bin/mpirun"]
-        .into_iter()
-        .map(Path::new)
-        .find(|p| p.is_file())
-        .expect("Open MPI's mpirun (Debian openmpi-bin; .ci/run installs it)");
+    let mpirun = mpirun();
     let dir = temp_dir("c-faults-mpirun");
     let exe = build(
         env!("CARGO_BIN_EXE_oshcc"),
