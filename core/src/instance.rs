@@ -349,11 +349,6 @@ impl Instance {
         self.inner.state.load(Ordering::Acquire) == LIVE
     }
 
-    /// [`Inner::asan_base`].
-    pub(crate) fn asan_base(&self) -> Option<usize> {
-        self.inner.asan_base()
-    }
-
     /// The process that created the instance (a forked child is not its PE).
     pub(crate) fn owner_pid(&self) -> i32 {
         self.inner.owner_pid

@@ -479,7 +479,8 @@ fn barrier_independent(ctx: &Ctx) -> Outcome {
     Ok(())
 }
 
-fn rss_kib() -> u64 {
+/// This process's resident memory (`VmRSS`), in KiB.
+pub(crate) fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -490,7 +491,8 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn open_fds() -> usize {
+/// This process's open descriptors.
+pub(crate) fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
 }
 

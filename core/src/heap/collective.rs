@@ -123,7 +123,7 @@ impl Instance {
         self.fabric().quiet(&self.inner.queue)?;
         let heap = &self.inner.heap;
         let local = heap.allocate(size, align);
-        let asan = self.asan_base();
+        let asan = self.inner.asan_base();
         if let Ok(off) = local {
             poison::unpoison(asan, off, size);
         }
@@ -208,7 +208,7 @@ impl Instance {
         let me: Pe = self.my_pe();
         // `old` is the whole block, which may extend past what the user asked for (poisoned
         // for AddressSanitizer); the block is freed below, which poisons it again.
-        poison::unpoison(self.asan_base(), off, old);
+        poison::unpoison(self.inner.asan_base(), off, old);
         // SAFETY: both blocks lie inside this PE's heap; the copy is within the smaller one.
         let copy = unsafe {
             self.fabric().put(
@@ -244,7 +244,7 @@ impl Instance {
             .heap
             .release(off)
             .map_err(|e| Error::InvalidParam(e.to_string()))?;
-        poison::poison(self.asan_base(), off, len);
+        poison::poison(self.inner.asan_base(), off, len);
         Ok(())
     }
 }

@@ -243,11 +243,12 @@ fn control_descriptor() -> io::Result<BorrowedFd<'static>> {
 /// longer names the write end of a pipe), and at most once per process (a forked child does not
 /// inherit the thread, so it is not watched). Returns whether the lifeline is being watched.
 pub fn watch_lifeline() -> bool {
-    static WATCHING: Mutex<Option<bool>> = Mutex::new(None);
-    let mut watching = WATCHING.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(w) = *watching {
-        return w;
-    }
+    static WATCHING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WATCHING.get_or_init(start_lifeline)
+}
+
+/// [`watch_lifeline`]'s one start: the watching thread, if there is a lifeline.
+fn start_lifeline() -> bool {
     // Only the write end of a pipe: a program that closed the launcher's descriptor and reused
     // its number for something else must not be ended when that closes.
     let pipe_write_end = |fd: &BorrowedFd<'static>| {
@@ -256,7 +257,7 @@ pub fn watch_lifeline() -> bool {
         let mode = rustix::fs::fcntl_getfl(fd).map(|f| f & rustix::fs::OFlags::RWMODE);
         fifo && mode.is_ok_and(|m| m == rustix::fs::OFlags::WRONLY)
     };
-    let started = control_descriptor().ok().filter(pipe_write_end).is_some_and(|fd| {
+    control_descriptor().ok().filter(pipe_write_end).is_some_and(|fd| {
         let pe = std::env::var(PE).unwrap_or_else(|_| "?".into());
         std::thread::Builder::new()
             .name("shmem-lifeline".into())
@@ -272,13 +273,10 @@ pub fn watch_lifeline() -> bool {
                 unsafe { libc::_exit(1) }
             })
             .is_ok()
-    });
-    *watching = Some(started);
-    started
+    })
 }
 
-/// Blocks until `fd`, the write end of the control pipe (or a socket in its place), has no
-/// reader any more.
+/// Blocks until `fd`, the write end of the control pipe, has no reader any more.
 fn wait_for_launcher_death(fd: BorrowedFd<'static>) {
     use rustix::event::{PollFd, PollFlags};
     loop {

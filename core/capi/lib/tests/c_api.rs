@@ -7,7 +7,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{build, exported, oshrun, oshrun_with, repo, run, target_dir, temp_dir, text};
+use common::{
+    build, c_program, exported, oshrun, oshrun_with, repo, run, target_dir, temp_dir, text,
+};
 
 const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/shmem.h"));
 const COMMITTED: &str = include_str!("../../include/shmem.h");
@@ -567,13 +569,7 @@ fn shmem_global_exit_ends_the_whole_job_with_its_status() {
 /// reachable, until every PE has finalized.
 #[test]
 fn a_pe_that_leaves_main_without_finalize_stays_until_every_pe_finalizes() {
-    let dir = temp_dir("exit-paths");
-    let exe = build(
-        env!("CARGO_BIN_EXE_oshcc"),
-        "conformance/c/exit_paths.c",
-        &["-std=c11"],
-        &dir,
-    );
+    let (dir, exe) = c_program("exit_paths", "exit-paths");
     for mode in ["return", "exit"] {
         let out = oshrun_with(&exe, 3, &[mode], &[]);
         let text = text(&out);
@@ -592,13 +588,7 @@ fn a_pe_that_leaves_main_without_finalize_stays_until_every_pe_finalizes() {
 /// instance or touch its bootstrap connection.
 #[test]
 fn fork_and_system_after_init_leave_the_pe_intact() {
-    let dir = temp_dir("exit-paths-fork");
-    let exe = build(
-        env!("CARGO_BIN_EXE_oshcc"),
-        "conformance/c/exit_paths.c",
-        &["-std=c11"],
-        &dir,
-    );
+    let (dir, exe) = c_program("exit_paths", "exit-paths-fork");
     let out = oshrun_with(&exe, 2, &["fork"], &[]);
     let text = text(&out);
     assert!(out.status.success(), "{text}");
@@ -627,13 +617,7 @@ fn processes_with(needle: &str) -> Vec<u32> {
 #[test]
 fn every_pe_exits_soon_after_the_launcher_dies_also_under_a_wrapper() {
     use std::time::{Duration, Instant};
-    let dir = temp_dir("lifeline");
-    let exe = build(
-        env!("CARGO_BIN_EXE_oshcc"),
-        "conformance/c/exit_paths.c",
-        &["-std=c11"],
-        &dir,
-    );
+    let (dir, exe) = c_program("exit_paths", "lifeline");
     let exe = exe.to_str().expect("a UTF-8 path").to_owned();
     let perf_data = dir.join("perf.data");
     let perf_data = perf_data.to_str().expect("a UTF-8 path");
@@ -736,13 +720,7 @@ fn every_pe_exits_soon_after_the_launcher_dies_also_under_a_wrapper() {
 #[test]
 fn a_c_pe_dying_in_a_barrier_or_wait_ends_the_job_naming_it() {
     use std::time::{Duration, Instant};
-    let dir = temp_dir("c-faults");
-    let exe = build(
-        env!("CARGO_BIN_EXE_oshcc"),
-        "conformance/c/exit_paths.c",
-        &["-std=c11"],
-        &dir,
-    );
+    let (dir, exe) = c_program("exit_paths", "c-faults");
     for (how, code, says) in [
         ("kill", 137, "SIGKILL"),
         ("_exit", 3, "exited with status 3"),
@@ -777,13 +755,7 @@ fn a_c_pe_dying_in_a_barrier_or_wait_ends_the_job_naming_it() {
 #[test]
 fn under_mpirun_the_survivors_of_a_c_pe_leaving_without_finalize_name_it() {
     let mpirun = mpirun();
-    let dir = temp_dir("c-faults-mpirun");
-    let exe = build(
-        env!("CARGO_BIN_EXE_oshcc"),
-        "conformance/c/exit_paths.c",
-        &["-std=c11"],
-        &dir,
-    );
+    let (dir, exe) = c_program("exit_paths", "c-faults-mpirun");
     for at in ["barrier", "wait"] {
         let mut cmd = Command::new("timeout");
         cmd.args(["-k", "10", "120"])

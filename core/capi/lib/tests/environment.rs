@@ -8,19 +8,13 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{build, oshrun_with, temp_dir, text};
+use common::{c_program, oshrun_with, text};
 
 /// `conformance/c/signals.c` on 4 PEs: SIGALRM and SIGPROF every millisecond, handled without
 /// `SA_RESTART`, through barriers, waits, locks, allocations, team splits and collectives.
 #[test]
 fn every_routine_completes_under_a_1_khz_timer_whose_signals_interrupt_system_calls() {
-    let dir = temp_dir("signals");
-    let exe = build(
-        env!("CARGO_BIN_EXE_oshcc"),
-        "conformance/c/signals.c",
-        &["-std=c11"],
-        &dir,
-    );
+    let (dir, exe) = c_program("signals", "signals");
     let out = oshrun_with(&exe, 4, &[], &[]);
     let text = text(&out);
     assert!(out.status.success(), "{text}");
@@ -45,13 +39,7 @@ fn every_routine_completes_under_a_1_khz_timer_whose_signals_interrupt_system_ca
 /// `RLIMIT_NOFILE` and its value; a limit that suffices runs the job.
 #[test]
 fn too_few_descriptors_is_a_clear_error_naming_the_limit_never_a_hang() {
-    let dir = temp_dir("nofile");
-    let exe = build(
-        env!("CARGO_BIN_EXE_oshcc"),
-        "conformance/c/exit_paths.c",
-        &["-std=c11"],
-        &dir,
-    );
+    let (dir, exe) = c_program("exit_paths", "nofile");
     let exe = exe.to_str().expect("a UTF-8 path");
     for limit in [6, 9, 12, 16, 20, 64] {
         let start = Instant::now();

@@ -94,6 +94,19 @@ pub(crate) fn build(tool: &str, source: &str, flags: &[&str], dir: &Path) -> Pat
     build_in(tool, &repo().join(source), flags, dir)
 }
 
+/// `conformance/c/{name}.c` built with `oshcc -std=c11` in a directory of test `test`'s own:
+/// the directory and the program.
+pub(crate) fn c_program(name: &str, test: &str) -> (PathBuf, PathBuf) {
+    let dir = temp_dir(test);
+    let exe = build(
+        env!("CARGO_BIN_EXE_oshcc"),
+        &format!("conformance/c/{name}.c"),
+        &["-std=c11"],
+        &dir,
+    );
+    (dir, exe)
+}
+
 /// [`build`] of a source file anywhere.
 pub(crate) fn build_in(tool: &str, source: &Path, flags: &[&str], dir: &Path) -> PathBuf {
     target_dir();
