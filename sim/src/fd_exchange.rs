@@ -79,11 +79,12 @@ impl Announce {
     }
 }
 
-/// An identifier of the running kernel: PEs that share memory must run under the same one.
-fn boot_id() -> String {
+/// An identifier of the running kernel: PEs that share memory must run under the same one. A
+/// failure to read it (for example no descriptor left) is this PE's error, never a mismatch.
+fn boot_id() -> Result<String, TransportError> {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_string())
-        .unwrap_or_default()
+        .map_err(|e| TransportError::os("reading the kernel's boot id", e))
 }
 
 fn os(context: impl Into<String>) -> impl FnOnce(Errno) -> TransportError {
@@ -119,7 +120,7 @@ pub(crate) fn share_object(
         nonce: rand::random::<u64>(),
         object_len,
         boot_id: if my_pe == ROOT {
-            boot_id()
+            boot_id()?
         } else {
             String::new()
         },
@@ -166,7 +167,7 @@ pub(crate) fn share_object(
             Ok(object)
         }
         None => {
-            let mine = boot_id();
+            let mine = boot_id()?;
             if root.boot_id != mine {
                 return Err(TransportError::Attach(format!(
                     "PE 0 runs on another host or kernel (boot id {} vs {mine}): the sim transport needs every PE of an instance on one host",

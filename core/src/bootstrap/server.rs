@@ -86,13 +86,14 @@ impl ServerHandle {
             .map_err(setup("cannot be made non-blocking"))?;
         let flags = rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK;
         let (stop_rx, stop_tx) = rustix::pipe::pipe_with(flags).map_err(setup("has no pipe"))?;
+        let spare = spare_descriptor().map_err(setup("has no spare descriptor"))?;
         let (ending, ended) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name(format!("shmem-bootstrap-{}", p.instance_id))
             .stack_size(256 << 10)
             .spawn(move || {
                 let _ending = ending;
-                Server::new(l, stop_rx, p).run()
+                Server::new(l, stop_rx, spare, p).run()
             })
             .map_err(setup("thread cannot start"))?;
         let (stop, thread) = (Some(stop_tx), Some(thread));
@@ -213,10 +214,19 @@ struct Server {
     started: Instant,
     grace_deadline: Option<Instant>,
     accept_pause: Option<Instant>,
+    /// A descriptor held in reserve: when the process has none left, closing it makes room to
+    /// accept a waiting connection and tell it why the job fails (see [`Server::shed_one`]).
+    spare: Option<OwnedFd>,
+}
+
+/// A descriptor to hold in reserve (`/dev/null`, close-on-exec).
+fn spare_descriptor() -> rustix::io::Result<OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
 }
 
 impl Server {
-    fn new(listener: TcpListener, stop_rx: OwnedFd, p: ServerParams) -> Server {
+    fn new(listener: TcpListener, stop_rx: OwnedFd, spare: OwnedFd, p: ServerParams) -> Server {
         let slots = vec![Slot::Vacant; p.n_pes as usize];
         let mut s = Server {
             p,
@@ -230,6 +240,7 @@ impl Server {
             started: Instant::now(),
             grace_deadline: None,
             accept_pause: None,
+            spare: Some(spare),
         };
         s.next_round();
         s
@@ -387,15 +398,21 @@ impl Server {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::ConnectionAborted => continue,
                 Err(e) => {
-                    // Out of descriptors or memory: do not spin on a readable listener.
                     tracing::debug!("bootstrap: the server's accept failed: {e}");
-                    self.accept_pause = Instant::now().checked_add(Duration::from_millis(10));
+                    let e = BootstrapError::io("PE 0's bootstrap server cannot accept a PE", e);
+                    let limit = *e.kind() == Kind::Limit;
                     // Without descriptors the PEs still to come can never join: the job fails
                     // now, naming the limit, rather than when the init timeout ends.
-                    let e = BootstrapError::io("PE 0's bootstrap server cannot accept a PE", e);
-                    if *e.kind() == Kind::Limit && self.broken.is_none() {
+                    let joining = self.slots.contains(&Slot::Vacant);
+                    if limit && joining && self.broken.is_none() {
                         self.break_job(e.at_init(), self.p.n_pes);
                     }
+                    // The waiting connections (PE 0's own among them) learn it one by one.
+                    if limit && self.shed_one() {
+                        continue;
+                    }
+                    // Out of memory, or no room made: do not spin on a readable listener.
+                    self.accept_pause = Instant::now().checked_add(Duration::from_millis(10));
                     return;
                 }
             };
@@ -436,6 +453,37 @@ impl Server {
                 None => self.conns.push(Some(conn)),
             }
         }
+    }
+
+    /// With no descriptor left in the process: gives up the spare one to accept a waiting
+    /// connection, sends it why the job failed (if it did), closes it and takes the spare back.
+    /// False if nothing was accepted or the spare could not be taken back.
+    fn shed_one(&mut self) -> bool {
+        let Some(l) = self.listener.as_ref() else {
+            return false;
+        };
+        if self.spare.take().is_none() {
+            return false;
+        }
+        let accepted = l.accept();
+        let shed = accepted.is_ok();
+        if let Ok((stream, _)) = &accepted {
+            let notice = self.broken.as_ref().map(failed);
+            let frame = notice.and_then(|n| frames::encode(frames::NOTICE, &n).ok());
+            if stream.set_nonblocking(true).is_ok()
+                && let Some(frame) = frame
+            {
+                // Best effort: a small frame fits an empty socket buffer. Reading what the
+                // peer sent before closing keeps the close a FIN, not a reset that could
+                // discard the notice; a peer that misses it reconnects and is told again.
+                let _ = rustix::net::send(stream, &frame, SendFlags::NOSIGNAL);
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                let _ = rustix::net::recv(stream, &mut [0; 512], rustix::net::RecvFlags::empty());
+            }
+        }
+        drop(accepted);
+        self.spare = spare_descriptor().ok();
+        shed && self.spare.is_some()
     }
 
     /// The connection that has waited longest without greeting.
