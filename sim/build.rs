@@ -1,22 +1,9 @@
-//! Tells the tests whether they run as root (which the tests that act as another user need),
-//! so that such tests are reported as ignored (with the reason) rather than passing without
-//! testing anything.
+//! Tells the tests whether they run as root (which the tests that act as another user need).
+
+include!("../backends/build/not_root.rs");
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(not_root)");
     println!("cargo::rerun-if-changed=build.rs");
-    if !is_root() {
-        println!("cargo::rustc-cfg=not_root");
-    }
-}
-
-/// Whether this process's effective user is root (`Uid:` of `/proc/self/status`: real,
-/// effective, saved, filesystem).
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|ids| ids.split_whitespace().nth(1))
-            == Some("0")
-    })
+    println!("cargo::rerun-if-changed=../backends/build/not_root.rs");
+    declare_not_root();
 }

@@ -26,6 +26,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod error;
+mod limits;
 mod local;
 mod ops;
 mod profile;
@@ -33,6 +34,7 @@ pub mod sync;
 mod transport;
 
 pub use error::TransportError;
+pub use limits::{limit_reached, tasks_refused};
 pub use local::{Local, LocalMut};
 pub use ops::{AmoOp, Cmp, Scalar, ScalarKind, SignalOp, Width};
 pub use profile::{Capabilities, Limits, Profile};

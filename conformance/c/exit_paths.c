@@ -15,14 +15,20 @@
  *                      exit). The survivors must not return.
  *   exit_paths hold    initialise, create $HOLD_DIR/pe<N>, then block forever in a wait on a
  *                      word nobody writes (for the launcher-death test).
+ *   exit_paths sigbus  PE 1 of 2 stands for a system that cannot supply a page of its heap:
+ *                      it maps an empty memory object over one page of a shmem_malloc block
+ *                      (a page past the object's end, which the kernel answers with SIGBUS, as
+ *                      it does when memory runs short), then touches it. The library must
+ *                      name the heap, PE and sizes before the PE ends by SIGBUS.
  *
  * Every PE that completes its part prints "PE <n> ok". */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE
 #include <shmem.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -127,6 +133,28 @@ static int hold(void) {
     return 1;
 }
 
+static int sigbus(void) {
+    shmem_init();
+    long page = sysconf(_SC_PAGESIZE);
+    char *block = shmem_malloc(4 * (size_t)page);
+    CHECK(block != NULL, "shmem_malloc failed");
+    shmem_barrier_all();
+    if (shmem_my_pe() == 1) {
+        char *hole = (char *)(((unsigned long)block + (unsigned long)page) & ~(unsigned long)(page - 1));
+        int fd = memfd_create("empty", MFD_CLOEXEC);
+        CHECK(fd >= 0, "memfd_create failed");
+        CHECK(mmap(hole, (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == hole,
+              "mmap failed");
+        fflush(stdout);
+        hole[0] = 1;
+        printf("PE 1 wrote a page the system cannot supply\n");
+        return 1;
+    }
+    shmem_barrier_all();
+    printf("PE 0 passed a barrier without PE 1\n");
+    return 1;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     if (!strcmp(mode, "return")) return leave_early(0);
@@ -136,7 +164,8 @@ int main(int argc, char **argv) {
         return r < 0 ? 0 : r;
     }
     if (!strcmp(mode, "hold")) return hold();
+    if (!strcmp(mode, "sigbus")) return sigbus();
     if (!strcmp(mode, "die") && argc > 3) return die(argv[2], argv[3]);
-    fprintf(stderr, "usage: exit_paths return|exit|fork|hold|die kill|_exit|exit barrier|wait\n");
+    fprintf(stderr, "usage: exit_paths return|exit|fork|hold|sigbus|die kill|_exit|exit barrier|wait\n");
     return 2;
 }

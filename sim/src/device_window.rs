@@ -85,8 +85,8 @@ impl DeviceWindow {
 
     /// Maps the instance's memory object over the window, readable and writable by the host
     /// (`SHMEM_SIM_DEVICE_HOST_ACCESS=1`).
-    pub(crate) fn map(&self, fd: impl AsFd) -> Result<(), TransportError> {
-        self.segments.map(fd)
+    pub(crate) fn map(&self, fd: impl AsFd, instance: u64) -> Result<(), TransportError> {
+        self.segments.map(fd, instance)
     }
 
     /// The start of `pe`'s window slot: its symmetric address.

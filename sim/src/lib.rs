@@ -23,6 +23,7 @@ pub mod launch;
 pub mod launcher;
 mod segment;
 mod settings;
+mod sigbus;
 pub mod stream;
 mod strict;
 mod transport;

@@ -130,9 +130,10 @@ impl Segments {
         Ok(Segments { base, geometry })
     }
 
-    /// Maps `fd`, the instance's memory object of `geometry.total` bytes, over the whole
-    /// reservation.
-    pub(crate) fn map(&self, fd: impl AsFd) -> Result<(), TransportError> {
+    /// Maps `fd`, the memory object of `geometry.total` bytes of instance `instance`, over the
+    /// whole reservation (where a page the system cannot supply is reported, see
+    /// [`crate::sigbus`]).
+    pub(crate) fn map(&self, fd: impl AsFd, instance: u64) -> Result<(), TransportError> {
         let size = rustix::fs::fstat(&fd)
             .map_err(|e| TransportError::os("inspecting the symmetric segments", e))?
             .st_size;
@@ -156,6 +157,15 @@ impl Segments {
             )
         }
         .map_err(|e| TransportError::os("mapping the symmetric segments", e))?;
+        crate::sigbus::register(crate::sigbus::Layout {
+            base: self.base.as_ptr() as usize,
+            total: g.total,
+            controls: g.controls,
+            stride: g.stride,
+            heap: g.heap,
+            n_pes: g.n_pes,
+            instance,
+        });
         Ok(())
     }
 
@@ -175,6 +185,7 @@ impl Segments {
 impl Drop for Segments {
     fn drop(&mut self) {
         let (base, len) = (self.base.as_ptr().cast(), self.geometry.total);
+        crate::sigbus::unregister(base as usize);
         // SAFETY: the reservation was created by `reserve` with this length; nothing borrows it
         // past the lifetime of `self`.
         if let Err(e) = unsafe { rustix::mm::munmap(base, len) } {
@@ -213,9 +224,9 @@ mod tests {
         let g = Geometry::new(1 << 20, 2).unwrap();
         let segs = Segments::reserve(g).unwrap();
         let obj = create_object("test", &g).unwrap();
-        segs.map(&obj).unwrap();
+        segs.map(&obj, 0).unwrap();
         let again = Segments::reserve(g).unwrap();
-        again.map(&obj).unwrap();
+        again.map(&obj, 0).unwrap();
         // SAFETY: both reservations map the same object; the test owns it exclusively.
         unsafe {
             segs.slot(1).as_ptr().write(7);
@@ -223,6 +234,9 @@ mod tests {
             assert_eq!(again.slot(0).as_ptr().read(), 0);
         }
         let other = create_object("other", &Geometry::new(1 << 20, 3).unwrap()).unwrap();
-        assert!(matches!(segs.map(&other), Err(TransportError::Attach(_))));
+        assert!(matches!(
+            segs.map(&other, 0),
+            Err(TransportError::Attach(_))
+        ));
     }
 }

@@ -277,9 +277,9 @@ impl SimTransport {
                 spec.attach_timeout,
             )?,
         };
-        segments.map(&object)?;
+        segments.map(&object, spec.instance)?;
         if let Some(w) = window.as_ref().filter(|_| host_access) {
-            w.map(&object)?;
+            w.map(&object, spec.instance)?;
         }
         // SAFETY: the control table holds one `Control` (all atomics) per PE, line aligned, in
         // the mapping just made; line `my_pe` is this PE's.

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 include!("src/table.rs");
+include!("../../../backends/build/not_root.rs");
 
 /// One generated routine: its C prototype (for the header) and its Rust definition.
 struct Routine {
@@ -1306,6 +1307,8 @@ fn link_ascendcl() {
 
 fn main() {
     println!("cargo:rerun-if-changed=src/table.rs");
+    println!("cargo:rerun-if-changed=../../../backends/build/not_root.rs");
+    declare_not_root();
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src/longdouble.c");
     // What Rust cannot express: `long double` by value and its arithmetic.

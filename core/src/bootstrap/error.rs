@@ -164,6 +164,18 @@ impl BootstrapError {
         }
     }
 
+    /// A thread that `context` needed could not start; a refusal by a limit on tasks is a
+    /// [`BootstrapErrorKind::Limit`] that names the limit.
+    pub(crate) fn thread(context: impl Into<String>, e: std::io::Error) -> BootstrapError {
+        match shmem_backend::tasks_refused(&e) {
+            Some(limit) => {
+                let m = format!("{}: {limit}", context.into());
+                BootstrapError::new(BootstrapErrorKind::Limit, m).with_source(e)
+            }
+            None => BootstrapError::io(context, e),
+        }
+    }
+
     pub(crate) fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
         self.source = Some(Arc::new(source));
         self

@@ -80,7 +80,7 @@ pub(crate) fn meet(
             .name("shmem-rendezvous".into())
             .stack_size(64 << 10)
             .spawn(move || serve(sock, &message, n_pes - 1, deadline))
-            .map_err(|e| BootstrapError::io("starting the rendezvous thread", e))?;
+            .map_err(|e| BootstrapError::thread("starting the rendezvous thread", e))?;
     }
     Ok(uid)
 }

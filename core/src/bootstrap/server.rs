@@ -95,7 +95,7 @@ impl ServerHandle {
                 let _ending = ending;
                 Server::new(l, stop_rx, spare, p).run()
             })
-            .map_err(setup("thread cannot start"))?;
+            .map_err(|e| BootstrapError::thread("the bootstrap server thread cannot start", e))?;
         let (stop, thread) = (Some(stop_tx), Some(thread));
         Ok(ServerHandle {
             stop,

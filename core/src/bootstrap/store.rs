@@ -318,7 +318,9 @@ impl StoreBootstrap {
                 .name("shmem-bootstrap-client".into())
                 .stack_size(128 << 10)
                 .spawn(move || shared.read_all())
-                .map_err(|e| BootstrapError::io("cannot start the bootstrap client's reader", e))?
+                .map_err(|e| {
+                    BootstrapError::thread("cannot start the bootstrap client's reader", e)
+                })?
         };
         let client = StoreBootstrap {
             shared,

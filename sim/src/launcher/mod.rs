@@ -462,7 +462,7 @@ pub enum LaunchError {
         path: PathBuf,
     },
     /// Starting a PE failed.
-    #[error("cannot start PE {pe} (`{}`): {source}", program.display())]
+    #[error("cannot start PE {pe} (`{}`): {source}{}", program.display(), limit_hint(source))]
     Spawn {
         /// The PE.
         pe: u32,
@@ -479,6 +479,11 @@ pub enum LaunchError {
         /// The error from the system.
         source: io::Error,
     },
+}
+
+/// The limit that stopped a spawn, if one did, after a colon.
+fn limit_hint(source: &io::Error) -> String {
+    shmem_backend::tasks_refused(source).map_or_else(String::new, |l| format!(": {l}"))
 }
 
 fn searched_note(searched: &Option<OsString>) -> String {

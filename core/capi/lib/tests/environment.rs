@@ -73,3 +73,85 @@ fn too_few_descriptors_is_a_clear_error_naming_the_limit_never_a_hang() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A page of the heap the system cannot supply (`exit_paths sigbus`: PE 1 of 2 touches a page
+/// of its `shmem_malloc` block that the kernel answers with SIGBUS, as it does when memory runs
+/// short under strict overcommit or a memory limit): the PE says which heap, PE, offset and
+/// sizes, and ends by SIGBUS, which the launcher names; its peer does not pass a barrier.
+#[test]
+fn a_heap_page_the_system_cannot_supply_is_reported_naming_the_heap_and_its_size() {
+    let (dir, exe) = c_program("exit_paths", "sigbus");
+    let out = oshrun_with(&exe, 2, &["sigbus"], &[("SHMEM_SYMMETRIC_SIZE", "16M")]);
+    let text = text(&out);
+    assert_eq!(out.status.code(), Some(128 + 7), "{text}");
+    for says in [
+        "shmem: SIGBUS at 0x",
+        "the symmetric heap of instance 0 (PE 1's segment, offset 0x",
+        "; 2 PEs",
+        "vm.overcommit_memory",
+        "PE 1 (pid",
+        "was killed by signal 7 (SIGBUS)",
+    ] {
+        assert!(text.contains(says), "{says:?} missing:\n{text}");
+    }
+    assert!(
+        !text.contains("passed a barrier") && !text.contains("wrote a page"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// An 8-PE job of a user allowed `n` processes (`ulimit -u`, soft and hard, counting threads):
+/// the launcher cannot start a PE, or a PE cannot start its bootstrap threads. Each fails at
+/// once, naming `RLIMIT_NPROC` and its value with the system's `kernel.threads-max` and
+/// `kernel.pid_max` (which, system-wide, a test must not lower); 256 runs the job. The limit
+/// binds only a user without `CAP_SYS_RESOURCE`, so the job runs as `nobody`.
+#[test]
+#[cfg_attr(
+    not_root,
+    ignore = "needs root to run the job as another user (CI runs as root)"
+)]
+fn too_few_processes_is_a_clear_error_naming_the_limit_never_a_hang() {
+    let (dir, exe) = c_program("exit_paths", "nproc");
+    let exe = exe.to_str().expect("a UTF-8 path");
+    let open = |p: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    open(&dir);
+    for limit in [4, 5, 6, 8, 12, 16, 256] {
+        let start = Instant::now();
+        let out = Command::new("setpriv")
+            .args([
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                "bash",
+                "-c",
+            ])
+            .arg(format!(
+                "ulimit -u {limit} && exec '{}' -n 8 --timeout 120 -- '{exe}' fork",
+                env!("CARGO_BIN_EXE_oshrun")
+            ))
+            .env("SHMEM_TIMEOUT", "60")
+            .output()
+            .expect("setpriv runs");
+        let took = start.elapsed();
+        let text = text(&out);
+        println!("RLIMIT_NPROC {limit}: ended in {:.2} s", took.as_secs_f64());
+        assert!(took < Duration::from_secs(30), "{limit}: {took:?}\n{text}");
+        if limit == 256 {
+            assert!(out.status.success(), "{limit}:\n{text}");
+            assert_eq!(text.matches(" ok").count(), 8, "{limit}:\n{text}");
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(1), "{limit}:\n{text}");
+        let named = format!("this user's RLIMIT_NPROC is {limit} (hard limit {limit};");
+        assert!(
+            text.contains(&named),
+            "{limit}: no line names the limit:\n{text}"
+        );
+        assert!(text.contains("kernel.pid_max = "), "{limit}:\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
