@@ -257,6 +257,13 @@ impl<T: Pod> SymBuf<T> {
         self.offset
     }
 
+    /// Allocates `len` elements as [`Instance::malloc`] does and returns the heap offset
+    /// without building the handle: `inst.malloc(len)?.into_raw()` at less cost (the C ABI's
+    /// `shmem_malloc`). [`SymBuf::free_raw`] releases it. Collective.
+    pub fn malloc_raw(inst: &Instance, len: usize) -> Result<usize> {
+        inst.alloc_offset::<T>(len, None, false)
+    }
+
     /// Releases the allocation that starts at heap offset `offset` (from
     /// [`SymBuf::into_raw`]): `SymBuf::from_raw(inst, offset).free()` without building the
     /// handle (the C ABI's `shmem_free`). An offset that starts no allocated block fails with
@@ -411,6 +418,18 @@ impl<'a, T: Pod> SymSlice<'a, T> {
 
 impl Instance {
     fn alloc<T: Pod>(&self, len: usize, align: Option<usize>, zero: bool) -> Result<SymBuf<T>> {
+        let offset = self.alloc_offset::<T>(len, align, zero)?;
+        Ok(SymBuf {
+            inst: self.clone(),
+            offset,
+            len,
+            freed: false,
+            _t: PhantomData,
+        })
+    }
+
+    /// [`Instance::alloc`]'s allocation, as a heap offset without a handle.
+    fn alloc_offset<T: Pod>(&self, len: usize, align: Option<usize>, zero: bool) -> Result<usize> {
         let call = |size: u64| match (align, zero) {
             (Some(a), _) => HeapCall::Align {
                 align: a as u64,
@@ -439,13 +458,7 @@ impl Instance {
             align.map(|a| a as u64),
             zero,
         )?;
-        Ok(SymBuf {
-            inst: self.clone(),
-            offset: offset as usize,
-            len,
-            freed: false,
-            _t: PhantomData,
-        })
+        Ok(offset as usize)
     }
 
     /// Allocates `len` elements of `T` from the symmetric heap (`aclshmem_malloc`). Collective:

@@ -16,7 +16,9 @@
 //! operations whose outcome does not depend on how the PEs interleave:
 //! - **Data words** belong to at most one writer per epoch (ownership by blocks of
 //!   16 words, drawn per epoch). The owner writes them with `put`, `p`, `iput`,
-//!   `put_nbi` and the data part of `put_signal`, as often as it likes, in program order: when it
+//!   `put_nbi`, the data part of `put_signal` and the C ABIs' byte-level `putmem` on a heap
+//!   offset (`shmem_capi::raw`, the layer under `shmem_putmem` and `aclshmem_putmem`; `getmem`
+//!   likewise reads), as often as it likes, in program order: when it
 //!   touches a word again that an earlier write of the same fence epoch may still be carrying,
 //!   the schedule puts a `fence` between the two (the scope's quiet or the barrier also clear
 //!   it). OpenSHMEM orders nothing else, and the simulator's strict mode reorders the rest.
@@ -388,6 +390,9 @@ enum PutHow {
     Blocking,
     P,
     Nbi,
+    /// The C ABIs' byte-level call on a heap offset (`shmem_capi::raw::putmem`, which
+    /// `shmem_putmem` and `aclshmem_putmem` run once they have the address's offset).
+    Bytes,
 }
 
 /// How a contiguous get is issued.
@@ -396,6 +401,8 @@ enum GetHow {
     Blocking,
     G,
     Nbi,
+    /// The C ABIs' byte-level call (`shmem_capi::raw::getmem`).
+    Bytes,
 }
 
 /// One operation of a PE's program. Data indices are word indices in [`Region::Data`].
@@ -486,12 +493,14 @@ impl Op {
                 PutHow::Blocking => "put",
                 PutHow::P => "p",
                 PutHow::Nbi => "put_nbi",
+                PutHow::Bytes => "putmem",
             },
             Op::Iput { .. } => "iput",
             Op::Get { how, .. } => match how {
                 GetHow::Blocking => "get",
                 GetHow::G => "g",
                 GetHow::Nbi => "get_nbi",
+                GetHow::Bytes => "getmem",
             },
             Op::Iget { .. } => "iget",
             Op::Amo { amo, nbi, .. } => amo.name(*nbi),
@@ -1106,10 +1115,12 @@ impl<'a> PeGen<'a> {
             }
         } else {
             match self.rng.random_range(0..100) {
-                0..10 => self.put(inst, PutHow::Blocking, ops),
+                0..6 => self.put(inst, PutHow::Blocking, ops),
+                6..10 => self.put(inst, PutHow::Bytes, ops),
                 10..17 => self.put(inst, PutHow::P, ops),
                 17..25 => self.iput(inst, ops),
-                25..33 => self.get(inst, GetHow::Blocking, ops),
+                25..29 => self.get(inst, GetHow::Blocking, ops),
+                29..33 => self.get(inst, GetHow::Bytes, ops),
                 33..38 => self.get(inst, GetHow::G, ops),
                 38..43 => self.iget(inst, ops),
                 43..78 => {
@@ -1475,6 +1486,11 @@ impl Exec<'_> {
                 PutHow::Blocking => h.data.slice(*idx..*idx + vals.len()).put(vals, *pe)?,
                 PutHow::P => h.data.as_slice().p(*idx, vals[0], *pe)?,
                 PutHow::Nbi => unreachable!("put_nbi runs in a scope"),
+                PutHow::Bytes => {
+                    let at = h.data.offset() + idx * 8;
+                    let bytes = bytemuck::cast_slice(vals);
+                    shmem_capi::raw::putmem(h.inst.default_ctx(), at, bytes, *pe)?
+                }
             },
             Op::Iput {
                 pe,
@@ -1500,6 +1516,13 @@ impl Exec<'_> {
                     GetHow::Blocking => h.data.slice(*idx..*idx + expect.len()).to_vec(*pe)?,
                     GetHow::G => vec![h.data.as_slice().g(*idx, *pe)?],
                     GetHow::Nbi => unreachable!("get_nbi runs in a scope"),
+                    GetHow::Bytes => {
+                        let mut got = vec![0u64; expect.len()];
+                        let at = h.data.offset() + idx * 8;
+                        let bytes = bytemuck::cast_slice_mut(&mut got);
+                        shmem_capi::raw::getmem(h.inst.default_ctx(), at, bytes, *pe)?;
+                        got
+                    }
                 };
                 self.check_read(op.name(), &locs(*pe, *idx, got.len(), 1), &got, expect)?;
             }

@@ -12,7 +12,7 @@ use shmem::{CtxRef, Error, Instance, Pe, Result, SymBuf};
 
 /// Allocates `size` bytes (`aclshmem_malloc`); returns the heap offset. Collective.
 pub fn malloc(inst: &Instance, size: usize) -> Result<usize> {
-    inst.malloc::<u8>(size).map(SymBuf::into_raw)
+    SymBuf::<u8>::malloc_raw(inst, size)
 }
 
 /// Allocates `count * size` zeroed bytes (`aclshmem_calloc`); returns the heap offset. An

@@ -13,12 +13,17 @@ fn address(off: usize) -> shmem_core::Result<*mut c_void> {
     Ok(world()?.heap_base().wrapping_add(off).cast())
 }
 
+/// `size` bytes of the default instance's heap, by address.
+#[inline(always)]
+fn malloc(size: usize) -> shmem_core::Result<*mut c_void> {
+    let w = world()?;
+    Ok(w.heap_base().wrapping_add(raw::malloc(w, size)?).cast())
+}
+
 /// `shmem_malloc`: NULL for a size of 0 (after taking part in the collective).
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
-    call("shmem_malloc", std::ptr::null_mut(), || {
-        address(raw::malloc(world()?, size)?)
-    })
+    call("shmem_malloc", std::ptr::null_mut(), || malloc(size))
 }
 
 /// `shmem_calloc`.
@@ -73,7 +78,7 @@ pub extern "C" fn shmem_free(ptr: *mut c_void) {
 pub extern "C" fn shmem_malloc_with_hints(size: usize, hints: std::ffi::c_long) -> *mut c_void {
     let _ = hints;
     call("shmem_malloc_with_hints", std::ptr::null_mut(), || {
-        address(raw::malloc(world()?, size)?)
+        malloc(size)
     })
 }
 
