@@ -111,6 +111,7 @@ pub fn server_session(data: &[u8]) {
         secret: Secret([7; 16]),
         init_timeout: Duration::from_secs(5),
         op_timeout: Duration::from_secs(5),
+        tls: None,
     };
     let mut server = ServerHandle::spawn(l, params).expect("a server starts");
     let clients: Vec<TcpStream> = [a, b]

@@ -35,10 +35,19 @@ struct Pe {
 
 impl Pe {
     fn start(pe: u32, n: u32, port: u16, secret: Option<&str>) -> Pe {
+        Pe::start_with(pe, n, port, secret, &[])
+    }
+
+    /// [`Pe::start`] with more settings in its environment.
+    fn start_with(pe: u32, n: u32, port: u16, secret: Option<&str>, vars: &[(&str, String)]) -> Pe {
         let mut cmd = Command::new(common::example("port_job"));
         cmd.args([pe.to_string(), n.to_string(), port.to_string()])
             .env("SHMEM_TIMEOUT", "60")
             .env_remove("SHMEM_BOOTSTRAP_SECRET")
+            .env_remove("SHMEM_BOOTSTRAP_TLS_CA")
+            .env_remove("SHMEM_BOOTSTRAP_TLS_CERT")
+            .env_remove("SHMEM_BOOTSTRAP_TLS_KEY")
+            .envs(vars.iter().map(|(k, v)| (*k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -150,4 +159,47 @@ fn the_bootstrap_secret_keeps_out_a_pe_with_another_one() {
     for (pe, (line, ok)) in finish_all(pes).into_iter().enumerate() {
         assert!(ok && line == format!("PE {pe} ok"), "{line}");
     }
+}
+
+/// An `ip_port` job whose PEs set `SHMEM_BOOTSTRAP_TLS_*` (the library built with the feature
+/// `tls`, as the tests build it) meets over TLS with certificates of one authority; a PE that
+/// sets only some of the settings fails at once, naming the missing ones.
+#[test]
+fn a_job_with_tls_settings_meets_over_tls_and_half_settings_are_refused() {
+    let dir = std::env::temp_dir().join(format!("shmem-security-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let ca_key = rcgen::KeyPair::generate().expect("a key");
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).expect("a CA");
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
+    let cert = leaf
+        .signed_by(&key, &ca_cert, &ca_key)
+        .expect("a certificate");
+    let path = |f: &str| dir.join(f).to_str().expect("UTF-8").to_owned();
+    std::fs::write(path("ca.pem"), ca_cert.pem()).expect("write");
+    std::fs::write(path("cert.pem"), cert.pem()).expect("write");
+    std::fs::write(path("key.pem"), key.serialize_pem()).expect("write");
+    let tls = [
+        ("SHMEM_BOOTSTRAP_TLS_CA", path("ca.pem")),
+        ("SHMEM_BOOTSTRAP_TLS_CERT", path("cert.pem")),
+        ("SHMEM_BOOTSTRAP_TLS_KEY", path("key.pem")),
+    ];
+    let port = free_port();
+    let mut pes: Vec<Pe> = (0..3)
+        .map(|pe| Pe::start_with(pe, 3, port, None, &tls))
+        .collect();
+    for (pe, p) in pes.iter_mut().enumerate() {
+        assert_eq!(p.line(), format!("PE {pe} joined"));
+    }
+    for (pe, (line, ok)) in finish_all(pes).into_iter().enumerate() {
+        assert!(ok && line == format!("PE {pe} ok"), "{line}");
+    }
+    let (line, ok) = Pe::start_with(0, 1, free_port(), None, &tls[..1]).finish();
+    assert!(
+        !ok && line.contains("SHMEM_BOOTSTRAP_TLS_CERT and SHMEM_BOOTSTRAP_TLS_KEY"),
+        "{line}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -24,6 +24,7 @@ pub(crate) mod mpi;
 pub(crate) mod rendezvous;
 pub(crate) mod server;
 pub(crate) mod store;
+pub(crate) mod tls;
 pub(crate) mod uid;
 pub(crate) mod url;
 
@@ -130,6 +131,7 @@ pub(crate) fn join(attrs: &Attributes) -> Result<Box<dyn Bootstrap>, BootstrapEr
         secret,
         init_timeout,
         op_timeout,
+        tls: tls::from_env()?,
     };
     let cfg = StoreConfig {
         url,

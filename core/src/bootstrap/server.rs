@@ -23,6 +23,7 @@ use std::io::{self, ErrorKind};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -33,6 +34,7 @@ use rustix::net::SendFlags;
 
 use super::error::{BootstrapError, BootstrapErrorKind as Kind, RefuseReason as Refuse};
 use super::frames::{self, Blob, FrameBuf, Hello, MAGIC, MAX_FRAME, Reply, Request, VERSION};
+use super::tls::{ServerSide, Tls};
 use super::{Secret, fmt_dur, fmt_pes};
 
 /// A connection with more queued reply bytes than this is not reading; it is dropped.
@@ -57,6 +59,8 @@ pub(crate) struct ServerParams {
     pub(crate) init_timeout: Duration,
     /// Bound of every later collective, from its first arrival; also the finalize grace.
     pub(crate) op_timeout: Duration,
+    /// TLS on every connection, if the job asks for it.
+    pub(crate) tls: Option<Arc<Tls>>,
 }
 
 /// Owner's handle on a running server thread. Dropping it stops the server.
@@ -161,6 +165,32 @@ struct Conn {
     refused: bool,
     /// Set when the connection must be closed: the reason (for the log, and the loss).
     close: Option<String>,
+    /// The TLS session, in a job with TLS: `wq` holds plaintext, which it encrypts.
+    tls: Option<ServerSide>,
+}
+
+impl Conn {
+    /// One read of what the socket has into `rbuf` (decrypted, under TLS): `Ok(0)` when the
+    /// peer closed.
+    fn read_in(&mut self) -> io::Result<usize> {
+        match &mut self.tls {
+            Some(t) => t.read_into(&self.stream, &mut self.rbuf),
+            None => self.rbuf.read_from(&mut &self.stream),
+        }
+    }
+
+    /// Sends what the socket takes now of `bytes`; under TLS, takes them all and encrypts.
+    fn send_out(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match &mut self.tls {
+            Some(t) => t.send(&self.stream, bytes),
+            None => rustix::net::send(&self.stream, bytes, SendFlags::NOSIGNAL).map_err(Into::into),
+        }
+    }
+
+    /// Whether the connection has bytes to send when the socket has room.
+    fn wants_write(&self) -> bool {
+        !self.wq.is_empty() || self.tls.as_ref().is_some_and(ServerSide::wants_write)
+    }
 }
 
 /// A rank's standing in the job. The connected states hold the connection's index.
@@ -276,7 +306,7 @@ impl Server {
             for (i, c) in self.conns.iter().enumerate() {
                 if let Some(c) = c {
                     let mut f = PollFlags::IN;
-                    f.set(PollFlags::OUT, !c.wq.is_empty());
+                    f.set(PollFlags::OUT, c.wants_write());
                     fds.push(PollFd::new(&c.stream, f));
                     index.push(i);
                 }
@@ -435,6 +465,13 @@ impl Server {
                 open += 1;
             }
             let _ = stream.set_nodelay(true);
+            let tls = match self.p.tls.as_deref().map(ServerSide::new).transpose() {
+                Ok(tls) => tls,
+                Err(e) => {
+                    tracing::debug!("bootstrap: no TLS session for {peer}: {e}");
+                    continue;
+                }
+            };
             let greeting = self.p.init_timeout.min(HELLO_TIMEOUT_MAX);
             let conn = Conn {
                 stream,
@@ -447,6 +484,7 @@ impl Server {
                 deadline: Instant::now() + greeting,
                 refused: false,
                 close: None,
+                tls,
             };
             match self.conns.iter().position(Option::is_none) {
                 Some(i) => self.conns[i] = Some(conn),
@@ -468,7 +506,12 @@ impl Server {
         let accepted = l.accept();
         let shed = accepted.is_ok();
         if let Ok((stream, _)) = &accepted {
-            let notice = self.broken.as_ref().map(failed);
+            // Under TLS a plaintext notice would not be understood: the PE is only closed.
+            let notice = self
+                .broken
+                .as_ref()
+                .filter(|_| self.p.tls.is_none())
+                .map(failed);
             let frame = notice.and_then(|n| frames::encode(frames::NOTICE, &n).ok());
             if stream.set_nonblocking(true).is_ok()
                 && let Some(frame) = frame
@@ -505,7 +548,7 @@ impl Server {
         let Some(c) = self.conns[i].as_mut().filter(|c| c.close.is_none()) else {
             return;
         };
-        match c.rbuf.read_from(&mut &c.stream) {
+        match c.read_in() {
             Ok(0) => c.close = Some(CLOSED.into()),
             Ok(_) => {}
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
@@ -578,22 +621,28 @@ impl Server {
         let Some(c) = self.conns[i].as_mut() else {
             return;
         };
-        while let Some(front) = c.wq.front() {
-            match rustix::net::send(&c.stream, &front[c.sent..], SendFlags::NOSIGNAL) {
+        while let Some(front) = c.wq.front().cloned() {
+            match c.send_out(&front[c.sent..]) {
                 Ok(n) if c.sent + n == front.len() => {
                     c.queued -= n;
                     c.sent = 0;
                     c.wq.pop_front();
                 }
                 Ok(n) => (c.sent, c.queued) = (c.sent + n, c.queued - n),
-                Err(Errno::AGAIN) => break,
-                Err(Errno::INTR) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
                     let why = format!("lost its connection while being sent a reply: {e}");
                     c.close.get_or_insert(why);
                     c.wq.clear();
                 }
             }
+        }
+        // The TLS session's own records (its handshake) go out with the replies.
+        if let Some(t) = c.tls.as_mut().filter(|t| t.wants_write())
+            && let Err(e) = t.flush(&c.stream)
+        {
+            c.close.get_or_insert(format!("lost its connection: {e}"));
         }
         if c.wq.is_empty() && c.refused {
             c.close.get_or_insert_with(|| "was refused".into());

@@ -30,6 +30,7 @@ use super::frames::{
     self, Blob, FrameBuf, Hello, MAGIC, MAX_FRAME, NOTICE, Reply, Request, VERSION,
 };
 use super::server::{ServerHandle, ServerParams};
+use super::tls::{ClientSide, Tls};
 use super::url::BootstrapUrl;
 use super::{Bootstrap, fmt_dur, lock};
 
@@ -89,6 +90,8 @@ impl State {
 #[derive(Debug)]
 struct Shared {
     stream: TcpStream,
+    /// The TLS session over `stream`, in a job with TLS.
+    tls: Option<ClientSide>,
     url: String,
     state: Mutex<State>,
     arrived: Condvar,
@@ -129,10 +132,21 @@ impl Shared {
     fn read_all(&self) {
         let mut rbuf = FrameBuf::default();
         loop {
-            match rbuf.read_from(&mut &self.stream) {
+            let read = match &self.tls {
+                Some(t) => t.read_into(&self.stream, &mut rbuf),
+                None => rbuf.read_from(&mut &self.stream),
+            };
+            match read {
                 Ok(0) => return self.fail(self.server_lost("PE 0 exited, failed or finalized")),
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                // A TLS session that failed (the server refused this PE's certificate) fails
+                // again on the next try: not a loss to retry.
+                Err(e) if self.tls.is_some() && e.kind() == std::io::ErrorKind::InvalidData => {
+                    let url = &self.url;
+                    let m = format!("the TLS session with the bootstrap server {url} failed: {e}");
+                    return self.fail(BootstrapError::invalid(m));
+                }
                 Err(e) => return self.fail(self.server_lost(&e.to_string())),
             }
             loop {
@@ -220,7 +234,8 @@ impl StoreBootstrap {
             instance_id: job.instance_id,
         };
         let deadline = start.checked_add(job.init_timeout);
-        let mut b = StoreBootstrap::dial(&cfg.url, &hello, deadline, job.init_timeout)?;
+        let tls = job.tls.as_deref();
+        let mut b = StoreBootstrap::dial(&cfg.url, &hello, tls, deadline, job.init_timeout)?;
         b.server = Mutex::new(server);
         b.op_timeout = job.op_timeout;
         // The server bounds the rendezvous by init_timeout from its start, which is no later
@@ -238,6 +253,7 @@ impl StoreBootstrap {
     pub(crate) fn dial(
         url: &BootstrapUrl,
         hello: &Hello,
+        tls: Option<&Tls>,
         deadline: Option<Instant>,
         after: Duration,
     ) -> Result<StoreBootstrap, BootstrapError> {
@@ -256,7 +272,7 @@ impl StoreBootstrap {
                 }
                 let greeted = TcpStream::connect_timeout(&addr, attempt)
                     .map_err(|e| BootstrapError::io(format!("connecting to {addr}"), e))
-                    .and_then(|s| StoreBootstrap::greet(s, url, hello, deadline, after));
+                    .and_then(|s| StoreBootstrap::greet(s, url, hello, tls, deadline, after));
                 match greeted {
                     Ok(c) => return Ok(c),
                     // A refusal says more than an attempt cut short by the deadline.
@@ -296,6 +312,7 @@ impl StoreBootstrap {
         stream: TcpStream,
         url: &BootstrapUrl,
         hello: &Hello,
+        tls: Option<&Tls>,
         deadline: Option<Instant>,
         send_timeout: Duration,
     ) -> Result<StoreBootstrap, BootstrapError> {
@@ -305,8 +322,16 @@ impl StoreBootstrap {
             .map_err(setup)?;
         // Best effort: small request/response frames must not wait for Nagle.
         let _ = stream.set_nodelay(true);
+        let tls = match tls {
+            Some(t) => {
+                let server = stream.peer_addr().map_err(setup)?.ip();
+                Some(ClientSide::handshake(t, &stream, server, send_timeout)?)
+            }
+            None => None,
+        };
         let shared = Arc::new(Shared {
             stream,
+            tls,
             url: url.to_string(),
             state: Mutex::default(),
             arrived: Condvar::new(),
@@ -398,6 +423,15 @@ impl StoreBootstrap {
     /// Writes a whole frame; a failure or the send timeout leaves the connection unusable.
     fn send(&self, buf: &[u8], what: &dyn fmt::Display) -> Result<(), BootstrapError> {
         let _w = lock(&self.write);
+        if let Some(t) = &self.shared.tls {
+            return t.send(&self.shared.stream, buf).map_err(|e| {
+                let e = self
+                    .shared
+                    .server_lost(&format!("sending {what} failed: {e}"));
+                self.shared.fail(e.clone());
+                e
+            });
+        }
         let mut off = 0;
         while off < buf.len() {
             match rustix::net::send(&self.shared.stream, &buf[off..], SendFlags::NOSIGNAL) {

@@ -43,6 +43,7 @@ fn params(n: u32) -> ServerParams {
         secret: SECRET,
         init_timeout: LONG,
         op_timeout: LONG,
+        tls: None,
     }
 }
 
@@ -83,6 +84,7 @@ fn raw_client(
     StoreBootstrap::dial(
         url,
         &hello(pe, n),
+        None,
         Instant::now().checked_add(within),
         within,
     )
@@ -321,7 +323,8 @@ fn refusal(r: Result<StoreBootstrap, BootstrapError>) -> (RefuseReason, String) 
 fn handshake_refusals() {
     let (l, url) = prebound();
     let mut server = ServerHandle::spawn(l, params(3)).expect("server");
-    let greet = |h: Hello| StoreBootstrap::dial(&url, &h, Instant::now().checked_add(LONG), LONG);
+    let greet =
+        |h: Hello| StoreBootstrap::dial(&url, &h, None, Instant::now().checked_add(LONG), LONG);
     let (reason, m) = refusal(greet(Hello {
         secret: [1; 16],
         ..hello(1, 3)
@@ -1143,4 +1146,218 @@ fn three_hundred_idle_connections_opened_first_do_not_keep_a_job_out() {
     assert!(took < init / 2, "the PEs joined only after {took:?}");
     finalize_all(pes);
     drop(idle);
+}
+
+/// TLS on the bootstrap's connections (`tls.rs`): certificates made by rcgen for the test, the
+/// server's naming 127.0.0.1, and a job of PEs as threads.
+#[cfg(feature = "tls")]
+mod over_tls {
+    use super::*;
+    use crate::bootstrap::tls::Tls;
+
+    /// A certificate authority and one certificate it signed for 127.0.0.1 (the server's and
+    /// every PE's), as PEM files in a directory of their own.
+    struct Pki {
+        dir: std::path::PathBuf,
+    }
+
+    impl Pki {
+        fn new(name: &str) -> Pki {
+            let dir = std::env::temp_dir().join(format!(
+                "shmem-tls-{name}-{}-{}",
+                std::process::id(),
+                rand::random::<u32>()
+            ));
+            std::fs::create_dir_all(&dir).expect("a directory");
+            let ca_key = rcgen::KeyPair::generate().expect("a key");
+            let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+            ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            let ca_cert = ca.self_signed(&ca_key).expect("a CA");
+            let key = rcgen::KeyPair::generate().expect("a key");
+            let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
+            let cert = leaf
+                .signed_by(&key, &ca_cert, &ca_key)
+                .expect("a certificate");
+            let write = |f: &str, text: String| std::fs::write(dir.join(f), text).expect("write");
+            write("ca.pem", ca_cert.pem());
+            write("cert.pem", cert.pem());
+            write("key.pem", key.serialize_pem());
+            Pki { dir }
+        }
+
+        fn path(&self, f: &str) -> String {
+            self.dir.join(f).to_str().expect("UTF-8").to_owned()
+        }
+
+        /// The configuration of a PE that trusts `trust`'s authority and shows this one's
+        /// certificate.
+        fn tls(&self, trust: &Pki) -> Arc<Tls> {
+            let (ca, cert, key) = (
+                trust.path("ca.pem"),
+                self.path("cert.pem"),
+                self.path("key.pem"),
+            );
+            Arc::new(Tls::load(&ca, &cert, &key).expect("the test's certificates load"))
+        }
+    }
+
+    impl Drop for Pki {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    fn tls_config(url: &BootstrapUrl, pe: u32, n: u32, tls: &Arc<Tls>) -> StoreConfig {
+        let mut c = config(url, pe, n);
+        c.job.tls = Some(tls.clone());
+        c
+    }
+
+    #[test]
+    fn a_job_meets_over_tls_and_a_plaintext_stranger_gets_no_reply() {
+        let pki = Pki::new("job");
+        let tls = pki.tls(&pki);
+        let (l, url) = prebound();
+        let n = 4;
+        let mut listener = Some(l);
+        let handles: Vec<_> = (0..n)
+            .map(|pe| {
+                let mut c = tls_config(&url, pe, n, &tls);
+                c.listener = if pe == 0 { listener.take() } else { None };
+                spawn_pe(c)
+            })
+            .collect();
+        let pes: Vec<StoreBootstrap> = handles
+            .into_iter()
+            .map(|h| h.join().expect("PE thread").expect("the PE joins over TLS"))
+            .collect();
+        // A stranger speaking the bootstrap's plaintext protocol: the server's TLS session
+        // rejects its first bytes, so no frame of the bootstrap ever comes back.
+        let addr = url.resolve().expect("the address resolves")[0];
+        let mut stranger = TcpStream::connect(addr).expect("connects");
+        let frame = frames::encode(1, &hello(1, n)).expect("a frame");
+        stranger.write_all(&frame).expect("writes");
+        stranger.set_read_timeout(Some(LONG)).expect("timeout");
+        let mut got = Vec::new();
+        let _ = stranger.read_to_end(&mut got);
+        assert!(
+            got.is_empty() || got[0] == 0x15,
+            "the stranger read {} bytes that are not a TLS alert: {got:?}",
+            got.len()
+        );
+        let results = on_all(pes, move |me, bs| -> Result<(), String> {
+            for round in 0..20 {
+                bs.barrier().map_err(|e| e.to_string())?;
+                let all = bs
+                    .allgather(&payload(me, round))
+                    .map_err(|e| e.to_string())?;
+                if all
+                    .iter()
+                    .enumerate()
+                    .any(|(pe, got)| *got != payload(pe, round))
+                {
+                    return Err(format!("round {round}: wrong data"));
+                }
+            }
+            let all = bs
+                .allgather(&vec![me as u8; 1 << 20])
+                .map_err(|e| e.to_string())?;
+            match all
+                .iter()
+                .enumerate()
+                .all(|(pe, v)| v.len() == 1 << 20 && v[0] == pe as u8)
+            {
+                true => Ok(()),
+                false => Err("wrong large allgather".into()),
+            }
+        });
+        let pes = results
+            .into_iter()
+            .enumerate()
+            .map(|(pe, (bs, r))| {
+                r.unwrap_or_else(|e| panic!("PE {pe}: {e}"));
+                bs
+            })
+            .collect();
+        finalize_all(pes);
+    }
+
+    #[test]
+    fn a_pe_with_another_authoritys_certificate_is_refused_at_once() {
+        let (job, other) = (Pki::new("job"), Pki::new("other"));
+        let (l, url) = prebound();
+        let pe0 = spawn_pe(StoreConfig {
+            listener: Some(l),
+            ..tls_config(&url, 0, 2, &job.tls(&job))
+        });
+        let start = Instant::now();
+        // Trusts the job's authority, shows a certificate the job's authority did not sign.
+        let stranger = StoreBootstrap::connect(tls_config(&url, 1, 2, &other.tls(&job)));
+        let e = stranger.expect_err("the server refuses a certificate it cannot verify");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}: {e}",
+            start.elapsed()
+        );
+        assert!(chain(&e).contains("TLS"), "{}", chain(&e));
+        // Trusts another authority: the server's certificate does not verify.
+        let start = Instant::now();
+        let doubter = StoreBootstrap::connect(tls_config(&url, 1, 2, &job.tls(&other)));
+        let e = doubter.expect_err("the PE refuses a server it cannot verify");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}: {e}",
+            start.elapsed()
+        );
+        let text = chain(&e);
+        assert!(
+            text.contains("TLS handshake") && text.contains("certificate"),
+            "{text}"
+        );
+        // The job still forms with a PE that has the right certificate.
+        let pe1 = spawn_pe(tls_config(&url, 1, 2, &job.tls(&job)));
+        let pes = vec![
+            pe0.join().expect("PE 0").expect("PE 0 joins"),
+            pe1.join().expect("PE 1").expect("PE 1 joins"),
+        ];
+        finalize_all(pes);
+    }
+
+    #[test]
+    fn settings_name_what_is_missing_and_bad_files() {
+        let pki = Pki::new("settings");
+        let get = |set: &[(&str, String)]| {
+            let set: Vec<(String, String)> = set
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect();
+            move |k: &str| set.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        };
+        use crate::bootstrap::tls::from_vars;
+        assert!(from_vars(get(&[])).expect("none set").is_none());
+        let e = from_vars(get(&[("SHMEM_BOOTSTRAP_TLS_CA", pki.path("ca.pem"))]))
+            .expect_err("two missing");
+        let m = e.to_string();
+        assert!(
+            m.contains("SHMEM_BOOTSTRAP_TLS_CERT and SHMEM_BOOTSTRAP_TLS_KEY"),
+            "{m}"
+        );
+        let all = |key: String| {
+            get(&[
+                ("SHMEM_BOOTSTRAP_TLS_CA", pki.path("ca.pem")),
+                ("SHMEM_BOOTSTRAP_TLS_CERT", pki.path("cert.pem")),
+                ("SHMEM_BOOTSTRAP_TLS_KEY", key),
+            ])
+        };
+        assert!(
+            from_vars(all(pki.path("key.pem")))
+                .expect("valid")
+                .is_some()
+        );
+        // The certificate given as the key.
+        let e = from_vars(all(pki.path("cert.pem"))).expect_err("no key there");
+        assert!(e.to_string().contains("no private key in"), "{e}");
+        let e = from_vars(all(pki.path("missing.pem"))).expect_err("no file");
+        assert!(e.to_string().contains("missing.pem"), "{e}");
+    }
 }

@@ -630,6 +630,7 @@ mod tests {
                 secret: uid.secret(),
                 init_timeout: T,
                 op_timeout: T,
+                tls: None,
             };
             let cfg = StoreConfig {
                 url: uid.url()?,
