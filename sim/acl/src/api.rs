@@ -265,7 +265,17 @@ pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) 
 /// `event` is null or valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn aclrtCreateEvent(event: *mut *mut c_void) -> aclError {
-    call("aclrtCreateEvent", || {
+    // SAFETY: forwarded.
+    unsafe { create_event("aclrtCreateEvent", event) }
+}
+
+/// An event into `*event`, for the function `name` (whose failure it reports).
+///
+/// # Safety
+///
+/// `event` is null or valid for a write.
+unsafe fn create_event(name: &str, event: *mut *mut c_void) -> aclError {
+    call(name, || {
         if event.is_null() {
             return state::null("event");
         }
@@ -283,7 +293,7 @@ pub unsafe extern "C" fn aclrtCreateEvent(event: *mut *mut c_void) -> aclError {
 pub unsafe extern "C" fn aclrtCreateEventWithFlag(event: *mut *mut c_void, flag: u32) -> aclError {
     let _ = flag;
     // SAFETY: forwarded.
-    unsafe { aclrtCreateEvent(event) }
+    unsafe { create_event("aclrtCreateEventWithFlag", event) }
 }
 
 /// `aclrtDestroyEvent`.
@@ -326,10 +336,16 @@ pub unsafe extern "C" fn aclrtMalloc(
     size: usize,
     policy: i32,
 ) -> aclError {
-    let _ = policy;
     call("aclrtMalloc", || {
         if dev_ptr.is_null() {
             return state::null("devPtr");
+        }
+        // Every policy places memory alike here; one outside the enumeration is refused.
+        if !(0..=7).contains(&policy) {
+            return state::fail(
+                INVALID_PARAM,
+                format!("{policy} is not an aclrtMemMallocPolicy"),
+            );
         }
         let p = memory::malloc(size)?;
         // SAFETY: non-null, valid per the contract.

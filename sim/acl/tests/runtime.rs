@@ -5,45 +5,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
+use common::{crate_dir, target_dir};
+
 const ACL_H: &str = include_str!(concat!(env!("OUT_DIR"), "/acl.h"));
 const ACL_SIM_H: &str = include_str!(concat!(env!("OUT_DIR"), "/acl_sim.h"));
 
 #[allow(dead_code, unreachable_pub)]
 mod table {
     include!("../src/table.rs");
-}
-
-/// `target/<profile>` once `libascendcl.so` is built there (`cargo test` builds no `cdylib`
-/// that no target links, so the test builds it with the same cargo and profile).
-fn target_dir() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("the test knows its path");
-            let dir = exe
-                .parent()
-                .and_then(Path::parent)
-                .expect("tests run from target/<profile>/deps")
-                .to_path_buf();
-            let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
-            let profile = if profile == "debug" { "dev" } else { profile };
-            let out = Command::new(env!("CARGO"))
-                .args(["build", "-p", "shmem-acl", "--lib", "--profile", profile])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .output()
-                .expect("cargo runs");
-            assert!(
-                out.status.success(),
-                "building libascendcl.so failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            dir
-        })
-        .clone()
-}
-
-fn crate_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 #[test]
