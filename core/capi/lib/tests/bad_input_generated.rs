@@ -259,3 +259,60 @@ fn tail(text: &str) -> String {
         .collect();
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
+
+/// The state class: every routine of `shmem.h` that takes a PE, called before `shmem_init`
+/// and again after `shmem_finalize`, with arguments that would be valid in a job. Each must
+/// log one `ERROR <routine>: instance 0 is not initialized` line (or give its specified
+/// answer), return at once, and leave the process running to the end.
+#[test]
+fn every_routine_called_outside_init_and_finalize_is_refused_and_returns() {
+    let protos = prototypes();
+    let mut calls = String::new();
+    for p in &protos {
+        let e = call(p, &[("pe", "1")]);
+        let e = match (answer(&p.name), p.ret.as_str()) {
+            (Some(want), _) => format!(
+                "if ({e} != {want}) {{ printf(\"%s: {} answered wrongly\\n\", when); failures++; }}",
+                p.name
+            ),
+            (_, "void") => e,
+            _ => format!("(void){e}"),
+        };
+        let _ = writeln!(calls, "    {e};");
+    }
+    let c = format!(
+        "#include <shmem.h>\n#include <stdint.h>\n#include <stdio.h>\n\n\
+         static unsigned char buf[4096];\nstatic int failures;\n\n\
+         static void all(const char *when) {{\n    long double local[64];\n    (void)local;\n{calls}}}\n\n\
+         int main(void) {{\n    all(\"before init\");\n    shmem_init();\n    int me = shmem_my_pe();\n    \
+         shmem_barrier_all();\n    shmem_finalize();\n    all(\"after finalize\");\n    \
+         if (!failures) printf(\"PE %d ok\\n\", me);\n    return failures != 0;\n}}\n"
+    );
+    let dir = temp_dir("bad-input-state");
+    let source = dir.join("state_generated.c");
+    std::fs::write(&source, &c).expect("the generated program");
+    let exe = build_in(
+        env!("CARGO_BIN_EXE_oshcc"),
+        &source,
+        &["-std=c11", "-w"],
+        &dir,
+    );
+    let out = oshrun_with(&exe, 2, &[], &[]);
+    let text = text(&out);
+    assert!(out.status.success(), "{}", tail(&text));
+    assert_eq!(text.matches(" ok\n").count(), 2, "{}", tail(&text));
+    let refused = text
+        .lines()
+        .filter(|l| l.starts_with("ERROR ") && l.contains("is not initialized"))
+        .count();
+    let answering = protos.iter().filter(|p| answer(&p.name).is_some()).count();
+    // Two PEs, two rounds; the `long double` `p` and `g` log under put and get.
+    let want = 2 * 2 * (protos.len() - answering);
+    assert_eq!(refused, want, "{}", tail(&text));
+    println!(
+        "bad input, state: {} routines x 2 states, {} refusals on 2 PEs",
+        protos.len(),
+        refused
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
