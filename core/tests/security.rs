@@ -166,21 +166,8 @@ fn the_bootstrap_secret_keeps_out_a_pe_with_another_one() {
 /// sets only some of the settings fails at once, naming the missing ones.
 #[test]
 fn a_job_with_tls_settings_meets_over_tls_and_half_settings_are_refused() {
-    let dir = std::env::temp_dir().join(format!("shmem-security-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a directory");
-    let ca_key = rcgen::KeyPair::generate().expect("a key");
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).expect("a CA");
-    let key = rcgen::KeyPair::generate().expect("a key");
-    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
-    let cert = leaf
-        .signed_by(&key, &ca_cert, &ca_key)
-        .expect("a certificate");
-    let path = |f: &str| dir.join(f).to_str().expect("UTF-8").to_owned();
-    std::fs::write(path("ca.pem"), ca_cert.pem()).expect("write");
-    std::fs::write(path("cert.pem"), cert.pem()).expect("write");
-    std::fs::write(path("key.pem"), key.serialize_pem()).expect("write");
+    let pki = common::pki::Pki::new("security");
+    let path = |f: &str| pki.path(f);
     let tls = [
         ("SHMEM_BOOTSTRAP_TLS_CA", path("ca.pem")),
         ("SHMEM_BOOTSTRAP_TLS_CERT", path("cert.pem")),
@@ -201,5 +188,4 @@ fn a_job_with_tls_settings_meets_over_tls_and_half_settings_are_refused() {
         !ok && line.contains("SHMEM_BOOTSTRAP_TLS_CERT and SHMEM_BOOTSTRAP_TLS_KEY"),
         "{line}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }

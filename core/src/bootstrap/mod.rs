@@ -8,7 +8,8 @@
 //!   a client ([`store`]) with a greeting that carries a 16-byte job secret, its
 //!   rank, the number of PEs, the instance id and the protocol version. Barrier and allgather
 //!   are coordinated by the server. The address comes from CANN's `ip_port` ([`url`]), a
-//!   unique id ([`uid`]) or the rendezvous ([`rendezvous`]);
+//!   unique id ([`uid`]) or the rendezvous ([`rendezvous`]); with the cargo feature `tls` and
+//!   the job's certificates, every connection to the server is TLS ([`tls`]);
 //! * MPI mode: a duplicate of an MPI communicator ([`mpi`]).
 //!
 //! Timeouts are CANN's: `init_timeout` (`shm_init_timeout`) bounds connecting plus the first

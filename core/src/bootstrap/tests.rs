@@ -160,48 +160,55 @@ fn barrier_and_allgather_1_2_4_8() {
         let (l, url) = prebound();
         let pes = job(&url, Some(l), n);
         let rounds = if n == 8 { 25 } else { 40 };
-        let results = on_all(pes, move |me, bs| -> Result<(), String> {
-            for round in 0..rounds {
-                bs.barrier().map_err(|e| e.to_string())?;
-                let all = bs
-                    .allgather(&payload(me, round))
-                    .map_err(|e| e.to_string())?;
-                if all.len() != n as usize
-                    || all
-                        .iter()
-                        .enumerate()
-                        .any(|(pe, got)| *got != payload(pe, round))
-                {
-                    return Err(format!("round {round}: wrong data"));
-                }
-            }
-            // One large contribution (1 MiB per PE) and an empty one.
-            let all = bs
-                .allgather(&vec![me as u8; 1 << 20])
-                .map_err(|e| e.to_string())?;
-            if all
+        let results = on_all(pes, move |me, bs| exchanges(bs, me, n, rounds));
+        finalize_all(passed(results, &format!("n={n}")));
+    }
+}
+
+/// `rounds` barriers and allgathers of varied sizes on PE `me` of `n`, each checked, then one
+/// large contribution (1 MiB per PE), an empty one and a liveness check.
+fn exchanges(bs: &StoreBootstrap, me: usize, n: u32, rounds: u32) -> Result<(), String> {
+    for round in 0..rounds {
+        bs.barrier().map_err(|e| e.to_string())?;
+        let all = bs
+            .allgather(&payload(me, round))
+            .map_err(|e| e.to_string())?;
+        if all.len() != n as usize
+            || all
                 .iter()
                 .enumerate()
-                .any(|(pe, v)| v.len() != 1 << 20 || v[0] != pe as u8)
-            {
-                return Err("wrong large allgather".into());
-            }
-            let all = bs.allgather(&[]).map_err(|e| e.to_string())?;
-            if all.iter().any(|v| !v.is_empty()) {
-                return Err("wrong empty allgather".into());
-            }
-            bs.check_alive().map_err(|e| e.to_string())
-        });
-        let pes = results
-            .into_iter()
-            .enumerate()
-            .map(|(pe, (bs, r))| {
-                r.unwrap_or_else(|e| panic!("n={n} PE {pe}: {e}"));
-                bs
-            })
-            .collect();
-        finalize_all(pes);
+                .any(|(pe, got)| *got != payload(pe, round))
+        {
+            return Err(format!("round {round}: wrong data"));
+        }
     }
+    let all = bs
+        .allgather(&vec![me as u8; 1 << 20])
+        .map_err(|e| e.to_string())?;
+    if all
+        .iter()
+        .enumerate()
+        .any(|(pe, v)| v.len() != 1 << 20 || v[0] != pe as u8)
+    {
+        return Err("wrong large allgather".into());
+    }
+    let all = bs.allgather(&[]).map_err(|e| e.to_string())?;
+    if all.iter().any(|v| !v.is_empty()) {
+        return Err("wrong empty allgather".into());
+    }
+    bs.check_alive().map_err(|e| e.to_string())
+}
+
+/// The PEs of `results`, each of whose work must have passed (`what` names the job).
+fn passed(results: Vec<(StoreBootstrap, Result<(), String>)>, what: &str) -> Vec<StoreBootstrap> {
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(pe, (bs, r))| {
+            r.unwrap_or_else(|e| panic!("{what} PE {pe}: {e}"));
+            bs
+        })
+        .collect()
 }
 
 #[test]
@@ -1148,6 +1155,10 @@ fn three_hundred_idle_connections_opened_first_do_not_keep_a_job_out() {
     drop(idle);
 }
 
+#[cfg(feature = "tls")]
+#[path = "../../tests/common/pki.rs"]
+mod pki;
+
 /// TLS on the bootstrap's connections (`tls.rs`): certificates made by rcgen for the test, the
 /// server's naming 127.0.0.1, and a job of PEs as threads.
 #[cfg(feature = "tls")]
@@ -1155,56 +1166,17 @@ mod over_tls {
     use super::*;
     use crate::bootstrap::tls::Tls;
 
-    /// A certificate authority and one certificate it signed for 127.0.0.1 (the server's and
-    /// every PE's), as PEM files in a directory of their own.
-    struct Pki {
-        dir: std::path::PathBuf,
-    }
+    use super::pki::Pki;
 
-    impl Pki {
-        fn new(name: &str) -> Pki {
-            let dir = std::env::temp_dir().join(format!(
-                "shmem-tls-{name}-{}-{}",
-                std::process::id(),
-                rand::random::<u32>()
-            ));
-            std::fs::create_dir_all(&dir).expect("a directory");
-            let ca_key = rcgen::KeyPair::generate().expect("a key");
-            let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-            ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-            let ca_cert = ca.self_signed(&ca_key).expect("a CA");
-            let key = rcgen::KeyPair::generate().expect("a key");
-            let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
-            let cert = leaf
-                .signed_by(&key, &ca_cert, &ca_key)
-                .expect("a certificate");
-            let write = |f: &str, text: String| std::fs::write(dir.join(f), text).expect("write");
-            write("ca.pem", ca_cert.pem());
-            write("cert.pem", cert.pem());
-            write("key.pem", key.serialize_pem());
-            Pki { dir }
-        }
-
-        fn path(&self, f: &str) -> String {
-            self.dir.join(f).to_str().expect("UTF-8").to_owned()
-        }
-
-        /// The configuration of a PE that trusts `trust`'s authority and shows this one's
-        /// certificate.
-        fn tls(&self, trust: &Pki) -> Arc<Tls> {
-            let (ca, cert, key) = (
-                trust.path("ca.pem"),
-                self.path("cert.pem"),
-                self.path("key.pem"),
-            );
-            Arc::new(Tls::load(&ca, &cert, &key).expect("the test's certificates load"))
-        }
-    }
-
-    impl Drop for Pki {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
+    /// The configuration of a PE that trusts `trust`'s authority and shows `mine`'s
+    /// certificate.
+    fn tls_of(mine: &Pki, trust: &Pki) -> Arc<Tls> {
+        let (ca, cert, key) = (
+            trust.path("ca.pem"),
+            mine.path("cert.pem"),
+            mine.path("key.pem"),
+        );
+        Arc::new(Tls::load(&ca, &cert, &key).expect("the test's certificates load"))
     }
 
     fn tls_config(url: &BootstrapUrl, pe: u32, n: u32, tls: &Arc<Tls>) -> StoreConfig {
@@ -1216,7 +1188,7 @@ mod over_tls {
     #[test]
     fn a_job_meets_over_tls_and_a_plaintext_stranger_gets_no_reply() {
         let pki = Pki::new("job");
-        let tls = pki.tls(&pki);
+        let tls = tls_of(&pki, &pki);
         let (l, url) = prebound();
         let n = 4;
         let mut listener = Some(l);
@@ -1245,40 +1217,8 @@ mod over_tls {
             "the stranger read {} bytes that are not a TLS alert: {got:?}",
             got.len()
         );
-        let results = on_all(pes, move |me, bs| -> Result<(), String> {
-            for round in 0..20 {
-                bs.barrier().map_err(|e| e.to_string())?;
-                let all = bs
-                    .allgather(&payload(me, round))
-                    .map_err(|e| e.to_string())?;
-                if all
-                    .iter()
-                    .enumerate()
-                    .any(|(pe, got)| *got != payload(pe, round))
-                {
-                    return Err(format!("round {round}: wrong data"));
-                }
-            }
-            let all = bs
-                .allgather(&vec![me as u8; 1 << 20])
-                .map_err(|e| e.to_string())?;
-            match all
-                .iter()
-                .enumerate()
-                .all(|(pe, v)| v.len() == 1 << 20 && v[0] == pe as u8)
-            {
-                true => Ok(()),
-                false => Err("wrong large allgather".into()),
-            }
-        });
-        let pes = results
-            .into_iter()
-            .enumerate()
-            .map(|(pe, (bs, r))| {
-                r.unwrap_or_else(|e| panic!("PE {pe}: {e}"));
-                bs
-            })
-            .collect();
+        let results = on_all(pes, move |me, bs| exchanges(bs, me, n, 20));
+        let pes = passed(results, "over TLS");
         finalize_all(pes);
     }
 
@@ -1288,11 +1228,11 @@ mod over_tls {
         let (l, url) = prebound();
         let pe0 = spawn_pe(StoreConfig {
             listener: Some(l),
-            ..tls_config(&url, 0, 2, &job.tls(&job))
+            ..tls_config(&url, 0, 2, &tls_of(&job, &job))
         });
         let start = Instant::now();
         // Trusts the job's authority, shows a certificate the job's authority did not sign.
-        let stranger = StoreBootstrap::connect(tls_config(&url, 1, 2, &other.tls(&job)));
+        let stranger = StoreBootstrap::connect(tls_config(&url, 1, 2, &tls_of(&other, &job)));
         let e = stranger.expect_err("the server refuses a certificate it cannot verify");
         assert!(
             start.elapsed() < Duration::from_secs(5),
@@ -1302,7 +1242,7 @@ mod over_tls {
         assert!(chain(&e).contains("TLS"), "{}", chain(&e));
         // Trusts another authority: the server's certificate does not verify.
         let start = Instant::now();
-        let doubter = StoreBootstrap::connect(tls_config(&url, 1, 2, &job.tls(&other)));
+        let doubter = StoreBootstrap::connect(tls_config(&url, 1, 2, &tls_of(&job, &other)));
         let e = doubter.expect_err("the PE refuses a server it cannot verify");
         assert!(
             start.elapsed() < Duration::from_secs(5),
@@ -1315,7 +1255,7 @@ mod over_tls {
             "{text}"
         );
         // The job still forms with a PE that has the right certificate.
-        let pe1 = spawn_pe(tls_config(&url, 1, 2, &job.tls(&job)));
+        let pe1 = spawn_pe(tls_config(&url, 1, 2, &tls_of(&job, &job)));
         let pes = vec![
             pe0.join().expect("PE 0").expect("PE 0 joins"),
             pe1.join().expect("PE 1").expect("PE 1 joins"),

@@ -20,7 +20,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{crate_dir, target_dir};
+use common::compile_c;
 
 include!("../src/table.rs");
 
@@ -185,22 +185,7 @@ fn every_acl_function_refuses_one_invalid_argument_of_each_class_and_changes_not
     let source = dir.join("bad_generated.c");
     std::fs::write(&source, &c).expect("the generated program");
     let exe = dir.join("bad_generated");
-    let lib = target_dir();
-    let out = Command::new("cc")
-        .args(["-std=c11", "-w", "-o"])
-        .arg(&exe)
-        .arg(&source)
-        .arg(format!("-I{}", crate_dir().join("include").display()))
-        .arg(format!("-L{}", lib.display()))
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lascendcl")
-        .output()
-        .expect("cc runs");
-    assert!(
-        out.status.success(),
-        "cc failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compile_c(&source, &exe, &["-w"]);
     let run = Command::new(&exe)
         .env("SHMEM_SIM_DEVICE_COUNT", "2")
         .env_remove("SHMEM_SIM_STRICT")

@@ -7,7 +7,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{crate_dir, target_dir};
+use common::{compile_c, crate_dir, target_dir};
 
 const ACL_H: &str = include_str!(concat!(env!("OUT_DIR"), "/acl.h"));
 const ACL_SIM_H: &str = include_str!(concat!(env!("OUT_DIR"), "/acl_sim.h"));
@@ -75,23 +75,9 @@ fn every_function_of_the_table_is_exported_with_the_soname() {
 
 /// Builds `tests/c/runtime.c` against the headers and `libascendcl.so`.
 fn build_runtime_c() -> PathBuf {
-    let dir = target_dir();
     let exe = std::env::temp_dir().join(format!("acl-runtime-{}", std::process::id()));
-    let out = Command::new("cc")
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(crate_dir().join("tests/c/runtime.c"))
-        .arg(format!("-I{}", crate_dir().join("include").display()))
-        .arg(format!("-L{}", dir.display()))
-        .arg(format!("-Wl,-rpath,{}", dir.display()))
-        .arg("-lascendcl")
-        .output()
-        .expect("cc runs");
-    assert!(
-        out.status.success(),
-        "cc failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let source = crate_dir().join("tests/c/runtime.c");
+    compile_c(&source, &exe, &["-Wall", "-Wextra", "-Werror"]);
     exe
 }
 

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::process::Command;
 
-use common::{free_ports, target_dir, temp_dir, text};
+use common::{error_lines, free_ports, tail, target_dir, temp_dir, text};
 
 /// One declaration of the preprocessed header.
 struct Proto {
@@ -294,12 +294,7 @@ fn every_cann_routine_refuses_one_invalid_argument_of_each_class_and_changes_not
     assert_eq!(text.matches(" ok\n").count(), 2, "{}", tail(&text));
 
     // Every call that has no answer logged one error naming its routine.
-    let mut logged: BTreeMap<&str, usize> = BTreeMap::new();
-    for l in text.lines() {
-        if let Some(name) = l.strip_prefix("ERROR ").and_then(|r| r.split(':').next()) {
-            *logged.entry(name).or_default() += 1;
-        }
-    }
+    let logged = error_lines(&text);
     let mut calls: BTreeMap<&str, usize> = BTreeMap::new();
     for ((name, _), k) in &tested {
         if answer(name).is_none() {
@@ -328,13 +323,4 @@ fn every_cann_routine_refuses_one_invalid_argument_of_each_class_and_changes_not
     }
     println!("by class: {by_class:?}");
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// The end of a long output, for a failure message.
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with("CALLED ") && !l.starts_with("ERROR "))
-        .collect();
-    lines[lines.len().saturating_sub(40)..].join("\n")
 }

@@ -15,7 +15,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use common::{build_in, oshrun_with, repo, temp_dir, text};
+use common::{build_in, error_lines, oshrun_with, repo, tail, temp_dir, text};
 
 /// One C prototype of the header.
 struct Proto {
@@ -123,6 +123,38 @@ fn answer(name: &str) -> Option<&'static str> {
     }
 }
 
+/// Builds the C program `c` in a directory of its own (named for `test`), runs it on 2 PEs,
+/// requires both to end well, and returns the directory and the output.
+fn run_on_two_pes(test: &str, c: &str) -> (std::path::PathBuf, String) {
+    let dir = temp_dir(test);
+    let source = dir.join("generated.c");
+    std::fs::write(&source, c).expect("the generated program");
+    let exe = build_in(
+        env!("CARGO_BIN_EXE_oshcc"),
+        &source,
+        &["-std=c11", "-w"],
+        &dir,
+    );
+    let out = oshrun_with(&exe, 2, &[], &[]);
+    let text = text(&out);
+    assert!(out.status.success(), "{}", tail(&text));
+    assert_eq!(text.matches(" ok\n").count(), 2, "{}", tail(&text));
+    (dir, text)
+}
+
+/// The C statement that makes call `e` of `p`: a check of its answer where the specification
+/// gives one (a failure printed with `who`, a format for the C expression `arg`), else the call.
+fn statement(p: &Proto, e: &str, who: &str, arg: &str) -> String {
+    match (answer(&p.name), p.ret.as_str()) {
+        (Some(want), _) => format!(
+            "if ({e} != {want}) {{ printf(\"{who}: {} answered wrongly\\n\", {arg}); failures++; }}",
+            p.name
+        ),
+        (_, "void") => e.to_owned(),
+        _ => format!("(void){e}"),
+    }
+}
+
 #[test]
 fn every_routine_refuses_one_invalid_argument_of_each_class_and_changes_nothing() {
     let protos = prototypes();
@@ -179,14 +211,7 @@ fn every_routine_refuses_one_invalid_argument_of_each_class_and_changes_nothing(
                 Class::Stride => call(p, &[(which, &bad), ("nelems", "(size_t)2")]),
                 _ => call(p, &[(which, &bad)]),
             };
-            let e = match (class, answer(&p.name), p.ret.as_str()) {
-                (_, Some(want), _) => format!(
-                    "if ({e} != {want}) {{ printf(\"PE %d: {} answered wrongly\\n\", me); failures++; }}",
-                    p.name
-                ),
-                (_, _, "void") => e,
-                _ => format!("(void){e}"),
-            };
+            let e = statement(p, &e, "PE %d", "me");
             let _ = writeln!(c, "    CALL(\"{}\", \"{class:?}\", {e});", p.name);
             *tested.entry((p.name.clone(), class)).or_default() += 1;
         }
@@ -195,28 +220,11 @@ fn every_routine_refuses_one_invalid_argument_of_each_class_and_changes_nothing(
         "    shmem_barrier_all();\n    shmem_free(buf);\n    shmem_finalize();\n    \
          if (!failures) printf(\"PE %d ok\\n\", me);\n    return failures != 0;\n}\n",
     );
-    let dir = temp_dir("bad-input-generated");
-    let source = dir.join("bad_generated.c");
-    std::fs::write(&source, &c).expect("the generated program");
-    let exe = build_in(
-        env!("CARGO_BIN_EXE_oshcc"),
-        &source,
-        &["-std=c11", "-w"],
-        &dir,
-    );
-    let out = oshrun_with(&exe, 2, &[], &[]);
-    let text = text(&out);
-    assert!(out.status.success(), "{}", tail(&text));
-    assert_eq!(text.matches(" ok\n").count(), 2, "{}", tail(&text));
+    let (dir, text) = run_on_two_pes("bad-input-generated", &c);
 
     // Every call that has no specified answer logged one error naming its routine, or the
     // routine it forwards to (the `long double` `p` and `g`, written in C over put and get).
-    let mut logged: BTreeMap<&str, usize> = BTreeMap::new();
-    for l in text.lines() {
-        if let Some(name) = l.strip_prefix("ERROR ").and_then(|r| r.split(':').next()) {
-            *logged.entry(name).or_default() += 1;
-        }
-    }
+    let logged = error_lines(&text);
     fn forwarded(name: &str) -> &str {
         match name {
             "shmem_longdouble_p" | "shmem_ctx_longdouble_p" => "shmem_ctx_longdouble_put",
@@ -251,15 +259,6 @@ fn every_routine_refuses_one_invalid_argument_of_each_class_and_changes_nothing(
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// The end of a long output, for a failure message.
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with("CALLED ") && !l.starts_with("ERROR "))
-        .collect();
-    lines[lines.len().saturating_sub(40)..].join("\n")
-}
-
 /// The state class: every routine of `shmem.h` that takes a PE, called before `shmem_init`
 /// and again after `shmem_finalize`, with arguments that would be valid in a job. Each must
 /// log one `ERROR <routine>: instance 0 is not initialized` line (or give its specified
@@ -270,14 +269,7 @@ fn every_routine_called_outside_init_and_finalize_is_refused_and_returns() {
     let mut calls = String::new();
     for p in &protos {
         let e = call(p, &[("pe", "1")]);
-        let e = match (answer(&p.name), p.ret.as_str()) {
-            (Some(want), _) => format!(
-                "if ({e} != {want}) {{ printf(\"%s: {} answered wrongly\\n\", when); failures++; }}",
-                p.name
-            ),
-            (_, "void") => e,
-            _ => format!("(void){e}"),
-        };
+        let e = statement(p, &e, "%s", "when");
         let _ = writeln!(calls, "    {e};");
     }
     let c = format!(
@@ -288,19 +280,7 @@ fn every_routine_called_outside_init_and_finalize_is_refused_and_returns() {
          shmem_barrier_all();\n    shmem_finalize();\n    all(\"after finalize\");\n    \
          if (!failures) printf(\"PE %d ok\\n\", me);\n    return failures != 0;\n}}\n"
     );
-    let dir = temp_dir("bad-input-state");
-    let source = dir.join("state_generated.c");
-    std::fs::write(&source, &c).expect("the generated program");
-    let exe = build_in(
-        env!("CARGO_BIN_EXE_oshcc"),
-        &source,
-        &["-std=c11", "-w"],
-        &dir,
-    );
-    let out = oshrun_with(&exe, 2, &[], &[]);
-    let text = text(&out);
-    assert!(out.status.success(), "{}", tail(&text));
-    assert_eq!(text.matches(" ok\n").count(), 2, "{}", tail(&text));
+    let (dir, text) = run_on_two_pes("bad-input-state", &c);
     let refused = text
         .lines()
         .filter(|l| l.starts_with("ERROR ") && l.contains("is not initialized"))

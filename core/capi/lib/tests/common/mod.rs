@@ -257,3 +257,24 @@ pub(crate) fn free_ports(count: u16) -> u16 {
         }
     }
 }
+
+/// The end of a generated bad-input program's output, without its `CALLED` and `ERROR` lines,
+/// for a failure message.
+pub(crate) fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("CALLED ") && !l.starts_with("ERROR "))
+        .collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+/// How many `ERROR <routine>: …` lines `text` has for each routine.
+pub(crate) fn error_lines(text: &str) -> std::collections::BTreeMap<&str, usize> {
+    let mut logged = std::collections::BTreeMap::new();
+    for l in text.lines() {
+        if let Some(name) = l.strip_prefix("ERROR ").and_then(|r| r.split(':').next()) {
+            *logged.entry(name).or_default() += 1;
+        }
+    }
+    logged
+}
