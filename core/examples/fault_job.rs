@@ -73,13 +73,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes `line` to standard error in one write, so that a PE the launcher stops meanwhile
+/// leaves a whole line or none (`eprintln!` writes each piece of its format apart).
+fn say(line: String) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{line}\n").as_bytes());
+}
+
 fn failed(me: Option<u32>, step: &str, e: &shmem::Error) -> ExitCode {
     let who = me.map_or("a PE".into(), |p| format!("PE {p}"));
     let lost = match e {
         shmem::Error::PeerLost { pe, .. } => format!(" [lost PE {pe}]"),
         _ => String::new(),
     };
-    eprintln!("fault_job: {who}: {step} failed{lost}: {e}");
+    say(format!("fault_job: {who}: {step} failed{lost}: {e}"));
     ExitCode::from(1)
 }
 
@@ -88,12 +94,12 @@ fn failed(me: Option<u32>, step: &str, e: &shmem::Error) -> ExitCode {
 fn after_failure(inst: &Instance, other: Option<&Instance>) {
     let t = Instant::now();
     let again = inst.barrier_all();
-    eprintln!(
+    say(format!(
         "fault_job: PE {}: a new barrier {} after {:.3} s",
         inst.my_pe(),
         if again.is_ok() { "succeeded" } else { "failed" },
         t.elapsed().as_secs_f64()
-    );
+    ));
     if let Some(o) = other {
         let works = (|| {
             let x = o.calloc::<u64>(1)?;
@@ -104,10 +110,10 @@ fn after_failure(inst: &Instance, other: Option<&Instance>) {
             o.finalize()?;
             Ok::<_, shmem::Error>(got == u64::from(1 - o.my_pe()) + 10)
         })();
-        eprintln!(
+        say(format!(
             "fault_job: PE {}: instance 1 works: {works:?}",
             inst.my_pe()
-        );
+        ));
     }
 }
 
