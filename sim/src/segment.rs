@@ -157,15 +157,7 @@ impl Segments {
             )
         }
         .map_err(|e| TransportError::os("mapping the symmetric segments", e))?;
-        crate::sigbus::register(crate::sigbus::Layout {
-            base: self.base.as_ptr() as usize,
-            total: g.total,
-            controls: g.controls,
-            stride: g.stride,
-            heap: g.heap,
-            n_pes: g.n_pes,
-            instance,
-        });
+        crate::sigbus::register(self.base.as_ptr() as usize, g, instance);
         Ok(())
     }
 

@@ -15,6 +15,8 @@ use std::sync::Mutex;
 use std::sync::Once;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use crate::segment::Geometry;
+
 /// Mappings registered at once (each instance has one, plus one device window).
 const SLOTS: usize = 512;
 
@@ -46,21 +48,10 @@ static SLOTS_TABLE: [Slot; SLOTS] = [FREE; SLOTS];
 static WRITERS: Mutex<()> = Mutex::new(());
 static INSTALL: Once = Once::new();
 
-/// The layout of one mapping of an instance's segments, as the handler describes it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Layout {
-    pub(crate) base: usize,
-    pub(crate) total: usize,
-    pub(crate) controls: usize,
-    pub(crate) stride: usize,
-    pub(crate) heap: usize,
-    pub(crate) n_pes: u32,
-    pub(crate) instance: u64,
-}
-
-/// Registers a mapping (installing the handler on first use); [`unregister`] it before it is
-/// unmapped. A full table only means its faults are not described.
-pub(crate) fn register(l: Layout) {
+/// Registers the mapping at `base` of instance `instance`'s segments, laid out as `g` says
+/// (installing the handler on first use); [`unregister`] it before it is unmapped. A full
+/// table only means its faults are not described.
+pub(crate) fn register(base: usize, g: &Geometry, instance: u64) {
     INSTALL.call_once(install);
     let _w = WRITERS.lock().unwrap_or_else(|p| p.into_inner());
     let Some(s) = SLOTS_TABLE
@@ -69,13 +60,13 @@ pub(crate) fn register(l: Layout) {
     else {
         return;
     };
-    s.total.store(l.total, Ordering::Relaxed);
-    s.controls.store(l.controls, Ordering::Relaxed);
-    s.stride.store(l.stride, Ordering::Relaxed);
-    s.heap.store(l.heap, Ordering::Relaxed);
-    s.n_pes.store(l.n_pes as usize, Ordering::Relaxed);
-    s.instance.store(l.instance, Ordering::Relaxed);
-    s.base.store(l.base, Ordering::Release);
+    s.total.store(g.total, Ordering::Relaxed);
+    s.controls.store(g.controls, Ordering::Relaxed);
+    s.stride.store(g.stride, Ordering::Relaxed);
+    s.heap.store(g.heap, Ordering::Relaxed);
+    s.n_pes.store(g.n_pes as usize, Ordering::Relaxed);
+    s.instance.store(instance, Ordering::Relaxed);
+    s.base.store(base, Ordering::Release);
 }
 
 /// Forgets the mapping at `base`.
@@ -208,18 +199,13 @@ mod tests {
 
     #[test]
     fn a_fault_in_a_registered_mapping_names_the_instance_pe_offset_and_sizes() {
-        let l = Layout {
-            base: 0x7000_0000_0000,
-            total: (2 << 20) + 2 * (4 << 20),
-            controls: 2 << 20,
-            stride: 4 << 20,
-            heap: 3 << 20,
-            n_pes: 2,
-            instance: 7,
-        };
-        register(l);
+        // 2 PEs of 3 MiB: control blocks in the first 2 MiB, then a slot of 4 MiB per PE.
+        let g = Geometry::new(3 << 20, 2).expect("a geometry");
+        assert_eq!((g.controls, g.stride), (2 << 20, 4 << 20));
+        let base = 0x7000_0000_0000;
+        register(base, &g, 7);
         let mut line = Line::new();
-        let at = l.base + l.controls + l.stride + 0x1234;
+        let at = base + g.controls + g.stride + 0x1234;
         assert!(describe(at, &mut line));
         let text = String::from_utf8_lossy(line.bytes()).into_owned();
         for says in [
@@ -232,11 +218,11 @@ mod tests {
             assert!(text.contains(says), "{says}: {text}");
         }
         let mut line = Line::new();
-        assert!(describe(l.base + 64, &mut line));
+        assert!(describe(base + 64, &mut line));
         assert!(String::from_utf8_lossy(line.bytes()).contains("control blocks"));
-        assert!(!describe(l.base + l.total, &mut Line::new()));
-        assert!(!describe(l.base - 1, &mut Line::new()));
-        unregister(l.base);
+        assert!(!describe(base + g.total, &mut Line::new()));
+        assert!(!describe(base - 1, &mut Line::new()));
+        unregister(base);
         assert!(!describe(at, &mut Line::new()));
     }
 }

@@ -100,6 +100,18 @@ struct Shared {
     alarmed: Arc<AtomicBool>,
 }
 
+/// Writes all of `buf` to the blocking `stream` (within its send timeout).
+fn send_all(stream: &TcpStream, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match rustix::net::send(stream, buf, SendFlags::NOSIGNAL) {
+            Ok(n) => buf = &buf[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
 impl Shared {
     /// Marks the connection unusable (unless it is closed already) and raises the alarm.
     fn fail(&self, e: BootstrapError) {
@@ -423,29 +435,18 @@ impl StoreBootstrap {
     /// Writes a whole frame; a failure or the send timeout leaves the connection unusable.
     fn send(&self, buf: &[u8], what: &dyn fmt::Display) -> Result<(), BootstrapError> {
         let _w = lock(&self.write);
-        if let Some(t) = &self.shared.tls {
-            return t.send(&self.shared.stream, buf).map_err(|e| {
-                let e = self
-                    .shared
-                    .server_lost(&format!("sending {what} failed: {e}"));
-                self.shared.fail(e.clone());
-                e
-            });
-        }
-        let mut off = 0;
-        while off < buf.len() {
-            match rustix::net::send(&self.shared.stream, &buf[off..], SendFlags::NOSIGNAL) {
-                Ok(n) => off += n,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => {
-                    let why = format!("sending {what} failed: {e}");
-                    let e = self.shared.server_lost(&why);
-                    self.shared.fail(e.clone());
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
+        let stream = &self.shared.stream;
+        let sent = match &self.shared.tls {
+            Some(t) => t.send(stream, buf),
+            None => send_all(stream, buf),
+        };
+        sent.map_err(|e| {
+            let e = self
+                .shared
+                .server_lost(&format!("sending {what} failed: {e}"));
+            self.shared.fail(e.clone());
+            e
+        })
     }
 
     fn unexpected(&self, what: &dyn fmt::Display, r: &Reply) -> BootstrapError {

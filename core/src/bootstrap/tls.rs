@@ -161,22 +161,12 @@ mod on {
         /// Reads the authority, the certificate chain and the key from PEM files.
         pub(crate) fn load(ca: &str, cert: &str, key: &str) -> Result<Tls, BootstrapError> {
             let mut roots = RootCertStore::empty();
-            for c in CertificateDer::pem_file_iter(ca).map_err(|e| bad("cannot read", ca, e))? {
-                let c = c.map_err(|e| bad("cannot read", ca, e))?;
+            for c in certificates(ca)? {
                 roots
                     .add(c)
                     .map_err(|e| bad("the authority is not usable in", ca, e))?;
             }
-            if roots.is_empty() {
-                return Err(bad("no certificate in", ca, "the file has none"));
-            }
-            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-                .map_err(|e| bad("cannot read", cert, e))?
-                .collect::<Result<_, _>>()
-                .map_err(|e| bad("cannot read", cert, e))?;
-            if chain.is_empty() {
-                return Err(bad("no certificate in", cert, "the file has none"));
-            }
+            let chain = certificates(cert)?;
             let key_der =
                 PrivateKeyDer::from_pem_file(key).map_err(|e| bad("no private key in", key, e))?;
             let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -201,6 +191,18 @@ mod on {
                 server: Arc::new(server),
                 client: Arc::new(client),
             })
+        }
+    }
+
+    /// The certificates of the PEM file `path`: at least one.
+    fn certificates(path: &str) -> Result<Vec<CertificateDer<'static>>, BootstrapError> {
+        let all: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+            .map_err(|e| bad("cannot read", path, e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| bad("cannot read", path, e))?;
+        match all.is_empty() {
+            true => Err(bad("no certificate in", path, "the file has none")),
+            false => Ok(all),
         }
     }
 

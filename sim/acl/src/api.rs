@@ -341,7 +341,7 @@ pub unsafe extern "C" fn aclrtMalloc(
             return state::null("devPtr");
         }
         // Every policy places memory alike here; one outside the enumeration is refused.
-        if !(0..=7).contains(&policy) {
+        if !crate::table::is_member("aclrtMemMallocPolicy", policy) {
             return state::fail(
                 INVALID_PARAM,
                 format!("{policy} is not an aclrtMemMallocPolicy"),

@@ -36,6 +36,15 @@ mod streams;
 #[allow(dead_code, unreachable_pub)]
 pub mod table {
     include!("table.rs");
+
+    /// Whether `value` is a member of the enumeration `name` of [`ENUMS`].
+    pub(crate) fn is_member(name: &str, value: i32) -> bool {
+        ENUMS
+            .iter()
+            .filter(|e| e.0 == name)
+            .flat_map(|e| e.1)
+            .any(|m| m.1 == i64::from(value))
+    }
 }
 
 /// ACL's error type.

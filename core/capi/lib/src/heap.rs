@@ -5,32 +5,37 @@
 use std::ffi::c_void;
 
 use shmem_capi::raw;
+use shmem_core::{Instance, Result};
 
 use crate::boundary::call;
 use crate::world::{offset, world};
 
-fn address(off: usize) -> shmem_core::Result<*mut c_void> {
-    Ok(world()?.heap_base().wrapping_add(off).cast())
+/// Heap offset `off` of `w`, as an address.
+#[inline(always)]
+fn address(w: &Instance, off: usize) -> *mut c_void {
+    w.heap_base().wrapping_add(off).cast()
 }
 
-/// `size` bytes of the default instance's heap, by address.
+/// The block that `alloc` makes on the default instance, by address.
 #[inline(always)]
-fn malloc(size: usize) -> shmem_core::Result<*mut c_void> {
+fn allocate(alloc: impl FnOnce(&Instance) -> Result<usize>) -> Result<*mut c_void> {
     let w = world()?;
-    Ok(w.heap_base().wrapping_add(raw::malloc(w, size)?).cast())
+    Ok(address(w, alloc(w)?))
 }
 
 /// `shmem_malloc`: NULL for a size of 0 (after taking part in the collective).
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
-    call("shmem_malloc", std::ptr::null_mut(), || malloc(size))
+    call("shmem_malloc", std::ptr::null_mut(), || {
+        allocate(|w| raw::malloc(w, size))
+    })
 }
 
 /// `shmem_calloc`.
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     call("shmem_calloc", std::ptr::null_mut(), || {
-        address(raw::calloc(world()?, count, size)?)
+        allocate(|w| raw::calloc(w, count, size))
     })
 }
 
@@ -38,7 +43,7 @@ pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
     call("shmem_align", std::ptr::null_mut(), || {
-        address(raw::align(world()?, alignment, size)?)
+        allocate(|w| raw::align(w, alignment, size))
     })
 }
 
@@ -53,7 +58,7 @@ pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
             Some(offset(w, ptr, 0)?)
         };
         match raw::realloc(w, old, size)? {
-            Some(off) => address(off),
+            Some(off) => Ok(address(w, off)),
             None => Ok(std::ptr::null_mut()),
         }
     })
@@ -78,7 +83,7 @@ pub extern "C" fn shmem_free(ptr: *mut c_void) {
 pub extern "C" fn shmem_malloc_with_hints(size: usize, hints: std::ffi::c_long) -> *mut c_void {
     let _ = hints;
     call("shmem_malloc_with_hints", std::ptr::null_mut(), || {
-        malloc(size)
+        allocate(|w| raw::malloc(w, size))
     })
 }
 

@@ -17,30 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::process::Command;
 
-use common::{error_lines, free_ports, tail, target_dir, temp_dir, text};
-
-/// One declaration of the preprocessed header.
-struct Proto {
-    ret: String,
-    name: String,
-    /// Each parameter: its type and its name (a default value dropped).
-    params: Vec<(String, String)>,
-}
-
-impl Proto {
-    fn has(&self, name: &str) -> bool {
-        self.params.iter().any(|(_, n)| n == name)
-    }
-
-    fn ty(&self, name: &str) -> &str {
-        &self
-            .params
-            .iter()
-            .find(|(_, n)| n == name)
-            .expect("a parameter")
-            .0
-    }
-}
+use common::{Proto, error_lines, free_ports, tail, target_dir, temp_dir, text};
 
 /// CANN's `shmem.h` as a C++ host program sees it: every `aclshmem*` routine declared.
 fn prototypes(dir: &std::path::Path) -> Vec<Proto> {
@@ -73,21 +50,7 @@ fn prototypes(dir: &std::path::Path) -> Vec<Proto> {
             {
                 return None;
             }
-            let params: Vec<(String, String)> = params
-                .split(", ")
-                .map(|p| p.split(" = ").next().unwrap_or(p).trim())
-                .filter(|p| !p.is_empty() && *p != "void")
-                .map(|p| {
-                    let at = p.rfind(|c: char| !(c.is_alphanumeric() || c == '_'))? + 1;
-                    Some((p[..at].trim().to_owned(), p[at..].to_owned()))
-                })
-                .collect::<Option<_>>()?;
-            let named = params.iter().all(|(t, n)| !t.is_empty() && !n.is_empty());
-            (named && seen.insert(name.to_owned())).then(|| Proto {
-                ret: ret.to_owned(),
-                name: name.to_owned(),
-                params,
-            })
+            Proto::parse(ret, name, params).filter(|p| seen.insert(p.name.clone()))
         })
         .collect()
 }

@@ -15,15 +15,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use common::{build_in, error_lines, oshrun_with, repo, tail, temp_dir, text};
-
-/// One C prototype of the header.
-struct Proto {
-    ret: String,
-    name: String,
-    /// Each parameter: its type and its name.
-    params: Vec<(String, String)>,
-}
+use common::{Proto, build_in, error_lines, oshrun_with, repo, tail, temp_dir, text};
 
 /// The prototypes of `shmem.h` that take a PE number (the C++ overloads excluded).
 fn prototypes() -> Vec<Proto> {
@@ -38,20 +30,7 @@ fn prototypes() -> Vec<Proto> {
             let open = l.find("shmem_")?;
             let (ret, rest) = l.split_at(open);
             let (name, params) = rest.trim_end_matches(");").split_once('(')?;
-            let params: Vec<(String, String)> = params
-                .split(", ")
-                .filter(|p| !p.is_empty() && *p != "void")
-                .map(|p| {
-                    let at = p.rfind(|c: char| !(c.is_alphanumeric() || c == '_'))? + 1;
-                    Some((p[..at].trim().to_owned(), p[at..].to_owned()))
-                })
-                .collect::<Option<_>>()?;
-            let named = params.iter().all(|(t, n)| !t.is_empty() && !n.is_empty());
-            (named && params.iter().any(|(t, n)| t == "int" && n == "pe")).then(|| Proto {
-                ret: ret.trim().to_owned(),
-                name: name.to_owned(),
-                params,
-            })
+            Proto::parse(ret, name, params).filter(|p| p.has("pe") && p.ty("pe") == "int")
         })
         .filter(|p| seen.insert(p.name.clone()))
         .collect()

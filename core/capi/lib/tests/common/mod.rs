@@ -278,3 +278,48 @@ pub(crate) fn error_lines(text: &str) -> std::collections::BTreeMap<&str, usize>
     }
     logged
 }
+
+/// One C prototype of a header, for the generated bad-input tests.
+pub(crate) struct Proto {
+    pub(crate) ret: String,
+    pub(crate) name: String,
+    /// Each parameter: its type and its name (a default value dropped).
+    pub(crate) params: Vec<(String, String)>,
+}
+
+impl Proto {
+    /// The prototype of `name`, returning `ret`, with the parameter list `list` (`void` or
+    /// empty for none); `None` if a parameter lacks a type or a name.
+    pub(crate) fn parse(ret: &str, name: &str, list: &str) -> Option<Proto> {
+        let params: Vec<(String, String)> = list
+            .split(", ")
+            .map(|p| p.split(" = ").next().unwrap_or(p).trim())
+            .filter(|p| !p.is_empty() && *p != "void")
+            .map(|p| {
+                let at = p.rfind(|c: char| !(c.is_alphanumeric() || c == '_'))? + 1;
+                Some((p[..at].trim().to_owned(), p[at..].to_owned()))
+            })
+            .collect::<Option<_>>()?;
+        let named = params.iter().all(|(t, n)| !t.is_empty() && !n.is_empty());
+        named.then(|| Proto {
+            ret: ret.trim().to_owned(),
+            name: name.to_owned(),
+            params,
+        })
+    }
+
+    /// Whether it has a parameter `name`.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.params.iter().any(|(_, n)| n == name)
+    }
+
+    /// The type of its parameter `name`.
+    pub(crate) fn ty(&self, name: &str) -> &str {
+        &self
+            .params
+            .iter()
+            .find(|(_, n)| n == name)
+            .expect("a parameter")
+            .0
+    }
+}
