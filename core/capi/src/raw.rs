@@ -11,6 +11,7 @@ use bytemuck::Pod;
 use shmem::{CtxRef, Error, Instance, Pe, Result, SymBuf};
 
 /// Allocates `size` bytes (`aclshmem_malloc`); returns the heap offset. Collective.
+#[inline]
 pub fn malloc(inst: &Instance, size: usize) -> Result<usize> {
     SymBuf::<u8>::malloc_raw(inst, size)
 }
@@ -40,6 +41,7 @@ pub fn align(inst: &Instance, alignment: usize, size: usize) -> Result<usize> {
 /// Releases the block that starts at heap offset `offset` (`aclshmem_free`). Offsets that do
 /// not start an allocated block (a double free, an interior pointer) are reported and leave the
 /// heap unchanged. Collective.
+#[inline]
 pub fn free(inst: &Instance, offset: usize) -> Result<()> {
     SymBuf::<u8>::free_raw(inst, offset)
 }

@@ -70,8 +70,13 @@ pub(crate) fn created(ctx: shmem_ctx_t) -> Result<&'static Context> {
 }
 
 /// Makes a handle of a created context.
-pub(crate) fn adopt(c: Context) -> shmem_ctx_t {
-    LIVE.insert(c)
+pub(crate) fn adopt(c: Context) -> Result<shmem_ctx_t> {
+    LIVE.insert(c).ok_or_else(too_many)
+}
+
+#[cold]
+fn too_many() -> Error {
+    Error::InvalidParam("too many live contexts: every handle the process can have is taken".into())
 }
 
 fn options(o: c_long) -> Result<CtxOptions> {
@@ -99,7 +104,7 @@ pub unsafe extern "C" fn shmem_ctx_create(opts: c_long, ctx: *mut shmem_ctx_t) -
         });
     }
     let made = call("shmem_ctx_create", None, || {
-        Ok(Some(adopt(world()?.ctx_create(options(opts)?)?)))
+        Ok(Some(adopt(world()?.ctx_create(options(opts)?)?)?))
     });
     // SAFETY: non-null and valid per the contract.
     unsafe { ctx.write(made.unwrap_or(std::ptr::null_mut())) };

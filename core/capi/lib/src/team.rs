@@ -9,7 +9,7 @@ use shmem_core::{CtxOptions, Error, Result, Team, TeamConfig};
 use crate::boundary::call;
 use crate::ctx::{Handle, shmem_ctx_t};
 use crate::handles::Handles;
-use crate::world::world;
+use crate::world::{predefined_teams, world};
 
 /// `shmem_team_t`.
 #[allow(non_camel_case_types)]
@@ -40,37 +40,41 @@ pub static SHMEM_TEAM_SHARED: Handle = Handle((&raw const SHARED_MARK).cast_mut(
 /// The split teams the program holds.
 static LIVE: Handles<Team> = Handles::new();
 
-/// The team a handle names (a clone: teams are cheap handles).
-pub(crate) fn team(t: shmem_team_t) -> Result<Team> {
-    let w = world()?;
+/// The team a handle names.
+pub(crate) fn team(t: shmem_team_t) -> Result<&'static Team> {
+    let (world, shared) = predefined_teams()?;
     if t == SHMEM_TEAM_WORLD.0 {
-        return Ok(w.team_world());
+        return Ok(world);
     }
     if t == SHMEM_TEAM_SHARED.0 {
-        return Ok(w.team_shared());
+        return Ok(shared);
     }
-    LIVE.get(t).cloned().ok_or_else(|| {
+    LIVE.get(t).ok_or_else(|| {
         Error::InvalidParam(format!(
             "{t:p} is not a live team (SHMEM_TEAM_INVALID, destroyed, or never created)"
         ))
     })
 }
 
-fn adopt(t: Option<Team>) -> shmem_team_t {
+fn adopt(t: Option<Team>) -> Result<shmem_team_t> {
     match t {
-        None => std::ptr::null_mut(),
-        Some(t) => LIVE.insert(t),
+        None => Ok(std::ptr::null_mut()),
+        Some(t) => LIVE.insert(t).ok_or_else(|| {
+            Error::InvalidParam(
+                "too many live teams: every handle the process can have is taken".into(),
+            )
+        }),
     }
 }
 
 /// The handle the program holds for team `t`: a predefined one, or the live handle of the
 /// split that made it.
 fn handle_of(t: &Team) -> Result<shmem_team_t> {
-    let w = world()?;
-    if t.index() == w.team_world().index() {
+    let (world, shared) = predefined_teams()?;
+    if t.index() == world.index() {
         return Ok(SHMEM_TEAM_WORLD.0);
     }
-    if t.index() == w.team_shared().index() {
+    if t.index() == shared.index() {
         return Ok(SHMEM_TEAM_SHARED.0);
     }
     LIVE.find(|h| h.index() == t.index())
@@ -127,7 +131,7 @@ pub extern "C" fn shmem_team_translate_pe(
     dest: shmem_team_t,
 ) -> c_int {
     match (team(src), team(dest), u32::try_from(src_pe)) {
-        (Ok(s), Ok(d), Ok(pe)) => s.translate_pe(pe, &d).map_or(-1, |p| p as c_int),
+        (Ok(s), Ok(d), Ok(pe)) => s.translate_pe(pe, d).map_or(-1, |p| p as c_int),
         _ => -1,
     }
 }
@@ -152,12 +156,8 @@ pub unsafe extern "C" fn shmem_team_split_strided(
     // stride by the PE limit as CANN does, takes it with a stride of 1.
     let stride = if size == 1 { 1 } else { stride };
     let made = call("shmem_team_split_strided", None, || {
-        Ok(Some(adopt(team(parent)?.split_strided(
-            start,
-            stride,
-            size,
-            config(cfg, mask),
-        )?)))
+        let made = team(parent)?.split_strided(start, stride, size, config(cfg, mask))?;
+        Ok(Some(adopt(made)?))
     });
     if !new_team.is_null() {
         // SAFETY: valid per the contract.
@@ -185,7 +185,7 @@ pub unsafe extern "C" fn shmem_team_split_2d(
 ) -> c_int {
     let made = call("shmem_team_split_2d", None, || {
         let (x, y) = team(parent)?.split_2d(xrange, config(xcfg, xmask), config(ycfg, ymask))?;
-        Ok(Some((adopt(x), adopt(y))))
+        Ok(Some((adopt(x)?, adopt(y)?)))
     });
     let (x, y) = made.unwrap_or((std::ptr::null_mut(), std::ptr::null_mut()));
     // SAFETY: valid per the contract when non-null.
@@ -246,7 +246,7 @@ pub unsafe extern "C" fn shmem_team_create_ctx(
                     "{options:#x} is not a combination of SHMEM_CTX_* options"
                 ))
             })?;
-        Ok(Some(crate::ctx::adopt(team(t)?.create_ctx(o)?)))
+        Ok(Some(crate::ctx::adopt(team(t)?.create_ctx(o)?)?))
     });
     if !ctx.is_null() {
         // SAFETY: valid per the contract.

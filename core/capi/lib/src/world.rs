@@ -4,12 +4,21 @@ use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use shmem_core::{Error, Instance, Result, ThreadLevel};
+use shmem_core::{Error, Instance, Result, Team, ThreadLevel};
 
 /// The default instance: null before the first `shmem_init`. An instance published here is
 /// never freed (routines hold `&'static` references to it); a re-initialization after the
 /// last `shmem_finalize` publishes a new one, and the finalized one refuses further use.
-static WORLD: AtomicPtr<Instance> = AtomicPtr::new(std::ptr::null_mut());
+static WORLD: AtomicPtr<Default> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The default instance with its predefined teams, which routines borrow rather than clone.
+struct Default {
+    inst: Instance,
+    /// `SHMEM_TEAM_WORLD`.
+    world: Team,
+    /// `SHMEM_TEAM_SHARED`.
+    shared: Team,
+}
 
 /// Default instances of earlier init/finalize cycles: never freed (a routine of another thread
 /// may still hold one), and kept reachable here so that leak checkers (LeakSanitizer, valgrind)
@@ -30,10 +39,22 @@ pub(crate) fn world() -> Result<&'static Instance> {
 /// The default instance, if `shmem_init` has created it (and so installed the panic hook).
 #[inline(always)]
 pub(crate) fn world_if_open() -> Option<&'static Instance> {
+    default_if_open().map(|d| &d.inst)
+}
+
+#[inline(always)]
+fn default_if_open() -> Option<&'static Default> {
     let p = WORLD.load(Ordering::Acquire);
-    // SAFETY: a non-null pointer here came from `Box::leak` in `open` and is never freed;
+    // SAFETY: a non-null pointer here came from `Box::into_raw` in `open` and is never freed;
     // the acquire load pairs with the release store that published the initialised instance.
     unsafe { p.as_ref() }
+}
+
+/// The default instance's world and shared teams (`SHMEM_TEAM_WORLD`, `SHMEM_TEAM_SHARED`).
+#[inline]
+pub(crate) fn predefined_teams() -> Result<(&'static Team, &'static Team)> {
+    let d = default_if_open().ok_or_else(not_initialized)?;
+    Ok((&d.world, &d.shared))
 }
 
 #[cold]
@@ -55,7 +76,12 @@ pub(crate) fn open(
         return Ok(world()?.query_thread());
     }
     let (inst, level) = create()?;
-    let old = WORLD.swap(Box::into_raw(Box::new(inst)), Ordering::AcqRel);
+    let d = Default {
+        world: inst.team_world(),
+        shared: inst.team_shared(),
+        inst,
+    };
+    let old = WORLD.swap(Box::into_raw(Box::new(d)), Ordering::AcqRel);
     if !old.is_null() {
         RETIRED
             .lock()
