@@ -82,6 +82,10 @@ impl Instance {
 
     #[cold]
     fn foreign(&self, home: &Instance) -> Error {
+        // A finalized instance says so first, whatever memory it was handed.
+        if let Err(e) = self.check_live() {
+            return e;
+        }
         Error::InvalidParam(format!(
             "symmetric memory of instance {} used through a context, scope or team of instance {}: a handle belongs to the instance that allocated it",
             home.id(),
@@ -197,6 +201,7 @@ impl Instance {
 
     /// Forgets the device range registered at `addr`.
     pub fn deregister_device(&self, addr: u64) -> Result<()> {
+        self.check_live()?;
         let mut devices = self.inner.devices.lock().unwrap_or_else(|p| p.into_inner());
         let len = devices.remove(&addr).ok_or_else(|| {
             Error::InvalidParam(format!("no device range is registered at {addr:#x}"))

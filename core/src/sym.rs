@@ -521,8 +521,9 @@ impl Instance {
     }
 
     /// A view of `len` elements of `T` at heap offset `offset`, for memory allocated through the
-    /// byte-level calls.
+    /// byte-level calls. Refused (`NotInitialized`) once the instance is finalized.
     pub fn view<T: Pod>(&self, offset: usize, len: usize) -> Result<SymSlice<'_, T>> {
+        self.check_live()?;
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(|| Error::InvalidValue("view length overflows".into()))?;
@@ -546,7 +547,8 @@ impl Instance {
 impl<'a> CtxRef<'a> {
     /// The `len` elements of `T` at the symmetric address `addr` (in the heap, or in the static
     /// data init made symmetric) of this context's instance, as a view on this context: how the
-    /// C ABI, which names symmetric memory by address, reaches it, with one check.
+    /// C ABI, which names symmetric memory by address, reaches it, with one check. A view is a
+    /// description: on a destroyed context it is still made, and every operation on it refuses.
     ///
     /// ```no_run
     /// # fn demo(inst: &shmem::Instance) -> shmem::Result<()> {
@@ -563,7 +565,7 @@ impl<'a> CtxRef<'a> {
         let offset = self
             .inst
             .offset_of(addr.cast(), bytes)
-            .ok_or_else(|| not_symmetric(addr.cast(), bytes))?;
+            .ok_or_else(|| self.not_symmetric(addr.cast(), bytes))?;
         if !offset.is_multiple_of(std::mem::align_of::<T>()) {
             return Err(Error::Misaligned(format!(
                 "{addr:p} is not aligned for {}",
@@ -588,7 +590,7 @@ impl<'a> CtxRef<'a> {
         let offset = self
             .inst
             .offset_of(addr.cast(), std::mem::size_of::<T>())
-            .ok_or_else(|| not_symmetric(addr.cast(), std::mem::size_of::<T>()))?;
+            .ok_or_else(|| self.not_symmetric(addr.cast(), std::mem::size_of::<T>()))?;
         if !offset.is_multiple_of(std::mem::align_of::<T>()) {
             return Err(Error::Misaligned(format!(
                 "{addr:p} is not aligned for {}",
@@ -601,6 +603,18 @@ impl<'a> CtxRef<'a> {
             offset,
             _t: PhantomData,
         })
+    }
+}
+
+impl CtxRef<'_> {
+    /// Why `len` bytes at `addr` make no view on this context: a finalized instance or a
+    /// destroyed context says so first, whatever the address.
+    #[cold]
+    fn not_symmetric(&self, addr: *const u8, len: usize) -> Error {
+        match self.usable() {
+            Err(e) => e,
+            Ok(()) => not_symmetric(addr, len),
+        }
     }
 }
 

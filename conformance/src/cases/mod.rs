@@ -3,6 +3,7 @@
 use crate::{Case, Need};
 
 pub mod amo;
+pub mod bad_input;
 pub mod coll;
 pub mod ctx;
 pub mod heap;
@@ -47,6 +48,7 @@ pub fn all() -> Vec<Case> {
         isolation::cases(),
         // The model uses remote atomics and locks issued by the host.
         needing(model::cases(), &[Need::HostAtomics]),
+        bad_input::cases(),
     ]
     .concat()
     .into_iter()

@@ -273,18 +273,24 @@ impl Team {
                 "alltoalls: strides must be at least 1".into(),
             ));
         }
+        // Elements a side spans; `None` when that overflows (and so exceeds any view).
         let need = |stride: usize| {
             if nelems == 0 {
-                0
+                Some(0)
             } else {
-                (n * nelems - 1) * stride + 1
+                (n.checked_mul(nelems)? - 1)
+                    .checked_mul(stride)?
+                    .checked_add(1)
             }
         };
-        if source.len() < need(sst) || dest.len() < need(dst) {
+        let fits = |len: usize, stride: usize| need(stride).is_some_and(|k| k <= len);
+        if !fits(source.len(), sst) || !fits(dest.len(), dst) {
+            let show =
+                |stride| need(stride).map_or("more than usize::MAX".into(), |k| k.to_string());
             return Err(Error::InvalidParam(format!(
                 "alltoalls: {nelems} elements per PE with strides {dst}/{sst} need {} destination and {} source elements",
-                need(dst),
-                need(sst)
+                show(dst),
+                show(sst)
             )));
         }
         let sz = std::mem::size_of::<T>();
