@@ -6,8 +6,10 @@
 //! - log one `ERROR <routine>: …` line (or, where CANN's routine answers instead, return it:
 //!   `aclshmem_ptr` NULL for a PE or an address it cannot reach);
 //! - leave the job running: no PE ends;
-//! - change nothing: a checksum of the PE's two heap buffers (read back with `aclrtMemcpy`, as
-//!   the heap is device memory) is the same after the call.
+//! - change nothing: a checksum of the PE's heap (read back with `aclrtMemcpy`, as the heap is
+//!   device memory) is the same after the call: all of it from the first block to the heap's
+//!   end, free space included, that is everything but the reserve before the first block, where
+//!   barriers keep their flags; and the same again at the end, after a barrier.
 //!
 //! The test prints the coverage: (routine, class) pairs tested over the pairs the header has.
 
@@ -54,6 +56,12 @@ fn prototypes(dir: &std::path::Path) -> Vec<Proto> {
         })
         .collect()
 }
+
+/// The program's heap: its `local_mem_size` (4 MiB) plus CANN's 6 MiB reserve.
+const HEAP_BYTES: usize = (4 + 6) << 20;
+/// Where the first block lands: past the reserve's signal area, sync pool and counters, as
+/// CANN lays them out (the program checks it against `aclshmemx_get_heap_base`).
+const FIRST_BLOCK: usize = 0x52_0200;
 
 /// The argument classes, and the invalid value of each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -147,12 +155,14 @@ fn every_cann_routine_refuses_one_invalid_argument_of_each_class_and_changes_not
         "#include <acl/acl.h>\n#include <shmem.h>\n#include <cstdint>\n#include <cstdio>\n\
          #include <cstdlib>\n#include <cstring>\n\n\
          static unsigned char *buf, *other;\nstatic int failures, me;\n\n\
-         static uint64_t sum() {\n    static unsigned char host[2][4096];\n    \
-         if (aclrtMemcpy(host[0], 4096, buf, 4096, ACL_MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS ||\n        \
-         aclrtMemcpy(host[1], 4096, other, 4096, ACL_MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS) {\n        \
+         /* The heap from the first block to its end (local_mem_size plus the 6 MiB reserve, less\n   \
+         the reserve's part before the first block), read back as device memory. */\n\
+         #define USER_BYTES ((size_t)(HEAP_BYTES - FIRST_BLOCK))\n\
+         static uint64_t sum() {\n    static uint64_t *host = static_cast<uint64_t *>(std::malloc(USER_BYTES));\n    \
+         if (!host || aclrtMemcpy(host, USER_BYTES, buf, USER_BYTES, ACL_MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS) {\n        \
          std::printf(\"PE %d: cannot read the heap back\\n\", me);\n        std::exit(1);\n    }\n    \
          uint64_t s = 1469598103934665603ULL;\n    \
-         for (int i = 0; i < 2 * 4096; i++) s = (s ^ host[i / 4096][i % 4096]) * 1099511628211ULL;\n    \
+         for (size_t i = 0; i < USER_BYTES / 8; i++) s = (s ^ host[i]) * 1099511628211ULL;\n    \
          return s;\n}\n\n\
          #define CALL(what, cls, e) do { uint64_t b0 = sum(); e; \\\n    \
          if (sum() != b0) { std::printf(\"PE %d: %s (%s) changed the heap\\n\", me, what, cls); failures++; } \\\n    \
@@ -169,8 +179,10 @@ fn every_cann_routine_refuses_one_invalid_argument_of_each_class_and_changes_not
          static unsigned char pattern[4096];\n    std::memset(pattern, 0x5a, sizeof pattern);\n    \
          if (!buf || !other || aclrtMemcpy(buf, 4096, pattern, 4096, ACL_MEMCPY_HOST_TO_DEVICE) != ACL_SUCCESS ||\n        \
          aclrtMemcpy(other, 4096, pattern, 4096, ACL_MEMCPY_HOST_TO_DEVICE) != ACL_SUCCESS) return 1;\n    \
+         if (static_cast<unsigned char *>(aclshmemx_get_heap_base(DEVICE_SIDE)) + FIRST_BLOCK != buf) {\n        \
+         std::printf(\"PE %d: the first block is not %d bytes into the heap\\n\", me, FIRST_BLOCK);\n        return 1;\n    }\n    \
          long double stack[512], results[64];\n    (void)stack;\n    (void)results;\n    \
-         std::setvbuf(stdout, nullptr, _IOLBF, 0);\n    aclshmem_barrier_all();\n",
+         std::setvbuf(stdout, nullptr, _IOLBF, 0);\n    aclshmem_barrier_all();\n    const uint64_t initial = sum();\n",
     );
     let mut tested: BTreeMap<(String, Class), usize> = BTreeMap::new();
     let mut applicable = 0usize;
@@ -230,7 +242,9 @@ fn every_cann_routine_refuses_one_invalid_argument_of_each_class_and_changes_not
         }
     }
     c.push_str(
-        "    aclshmem_barrier_all();\n    aclshmem_free(other);\n    aclshmem_free(buf);\n    \
+        "    aclshmem_barrier_all();\n    \
+         if (sum() != initial) { std::printf(\"PE %d: the heap changed during the calls\\n\", me); failures++; }\n    \
+         aclshmem_free(other);\n    aclshmem_free(buf);\n    \
          if (aclshmem_finalize() != ACLSHMEM_SUCCESS) failures++;\n    \
          aclrtResetDevice(me);\n    aclFinalize();\n    \
          if (!failures) std::printf(\"PE %d ok\\n\", me);\n    return failures != 0;\n}\n",
@@ -239,7 +253,10 @@ fn every_cann_routine_refuses_one_invalid_argument_of_each_class_and_changes_not
     std::fs::write(&source, &c).expect("the generated program");
     let exe = dir.join("bad_generated");
     let built = Command::new(target_dir().join("aclshmem-c++"))
-        .args(["-std=c++17", "-w", "-O1", "-o"])
+        .args(["-std=c++17", "-w", "-O1"])
+        .arg(format!("-DHEAP_BYTES={HEAP_BYTES}"))
+        .arg(format!("-DFIRST_BLOCK={FIRST_BLOCK}"))
+        .arg("-o")
         .arg(&exe)
         .arg(&source)
         .output()

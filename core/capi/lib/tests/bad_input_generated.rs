@@ -6,7 +6,10 @@
 //!   answer instead, return it: `shmem_pe_accessible`, `shmem_addr_accessible` 0 and
 //!   `shmem_ptr`, `shmem_team_ptr` NULL, for a PE or an address they cannot reach);
 //! - leave the job running: no PE ends;
-//! - change nothing: a checksum of the PE's symmetric buffer is the same after the call.
+//! - change nothing: a checksum of the PE's heap is the same after the call: all of it from the
+//!   first block to the heap's end (free space included), that is everything but the reserve
+//!   before the first block, where barriers keep their flags; and the same again at the end,
+//!   after a barrier, for a write that a peer's call made while this PE was between checks.
 //!
 //! The test prints the coverage: (routine, class) pairs tested over the pairs the header has.
 
@@ -102,19 +105,29 @@ fn answer(name: &str) -> Option<&'static str> {
     }
 }
 
+/// The programs' `SHMEM_SYMMETRIC_SIZE`.
+const SYMMETRIC_SIZE: &str = "4M";
+/// Their heap: `SHMEM_SYMMETRIC_SIZE` plus CANN's 6 MiB reserve.
+const HEAP_BYTES: usize = (4 + 6) << 20;
+/// Where the first block lands: past the reserve's signal area, sync pool and counters, as
+/// CANN lays them out (the programs check that the heap then ends where this says).
+const FIRST_BLOCK: usize = 0x52_0200;
+
 /// Builds the C program `c` in a directory of its own (named for `test`), runs it on 2 PEs,
 /// requires both to end well, and returns the directory and the output.
 fn run_on_two_pes(test: &str, c: &str) -> (std::path::PathBuf, String) {
     let dir = temp_dir(test);
     let source = dir.join("generated.c");
     std::fs::write(&source, c).expect("the generated program");
+    let heap = format!("-DHEAP_BYTES={HEAP_BYTES}");
+    let first = format!("-DFIRST_BLOCK={FIRST_BLOCK}");
     let exe = build_in(
         env!("CARGO_BIN_EXE_oshcc"),
         &source,
-        &["-std=c11", "-w"],
+        &["-std=c11", "-w", "-O2", &heap, &first],
         &dir,
     );
-    let out = oshrun_with(&exe, 2, &[], &[]);
+    let out = oshrun_with(&exe, 2, &[], &[("SHMEM_SYMMETRIC_SIZE", SYMMETRIC_SIZE)]);
     let text = text(&out);
     assert!(out.status.success(), "{}", tail(&text));
     assert_eq!(text.matches(" ok\n").count(), 2, "{}", tail(&text));
@@ -141,14 +154,21 @@ fn every_routine_refuses_one_invalid_argument_of_each_class_and_changes_nothing(
     let mut c = String::from(
         "#include <shmem.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n\n\
          static unsigned char *buf;\nstatic int failures;\n\n\
-         static uint64_t sum(void) {\n    uint64_t s = 1469598103934665603ULL;\n    \
-         for (int i = 0; i < 4096; i++) s = (s ^ buf[i]) * 1099511628211ULL;\n    return s;\n}\n\n\
+         /* The heap from the first block to its end: SHMEM_SYMMETRIC_SIZE plus the 6 MiB reserve,\n   \
+         less the reserve's part before the first block. */\n\
+         #define USER_BYTES ((size_t)(HEAP_BYTES - FIRST_BLOCK))\n\
+         static uint64_t sum(void) {\n    const uint64_t *w = (const uint64_t *)buf;\n    \
+         uint64_t s = 1469598103934665603ULL;\n    \
+         for (size_t i = 0; i < USER_BYTES / 8; i++) s = (s ^ w[i]) * 1099511628211ULL;\n    return s;\n}\n\n\
          #define CALL(what, class, e) do { uint64_t b0 = sum(); e; \\\n    \
          if (sum() != b0) { printf(\"PE %d: %s (%s) changed the heap\\n\", me, what, class); failures++; } \\\n    \
          printf(\"CALLED %s\\n\", what); } while (0)\n\n\
          int main(void) {\n    shmem_init();\n    int me = shmem_my_pe(), n = shmem_n_pes(), next = (me + 1) % n;\n    \
          buf = shmem_malloc(4096);\n    long double local[64];\n    unsigned char stack[4096];\n    \
-         memset(buf, 0x5a, 4096);\n    shmem_barrier_all();\n    (void)stack;\n    (void)local;\n",
+         memset(buf, 0x5a, 4096);\n    \
+         if (!shmem_addr_accessible(buf + USER_BYTES - 1, me) || shmem_addr_accessible(buf + USER_BYTES, me)) {\n        \
+         printf(\"PE %d: the heap does not end %zu bytes past the first block\\n\", me, USER_BYTES);\n        return 1;\n    }\n    \
+         shmem_barrier_all();\n    const uint64_t initial = sum();\n    (void)stack;\n    (void)local;\n",
     );
     // (routine, class) → calls made.
     let mut tested: BTreeMap<(String, Class), usize> = BTreeMap::new();
@@ -196,7 +216,9 @@ fn every_routine_refuses_one_invalid_argument_of_each_class_and_changes_nothing(
         }
     }
     c.push_str(
-        "    shmem_barrier_all();\n    shmem_free(buf);\n    shmem_finalize();\n    \
+        "    shmem_barrier_all();\n    \
+         if (sum() != initial) { printf(\"PE %d: the heap changed during the calls\\n\", me); failures++; }\n    \
+         shmem_free(buf);\n    shmem_finalize();\n    \
          if (!failures) printf(\"PE %d ok\\n\", me);\n    return failures != 0;\n}\n",
     );
     let (dir, text) = run_on_two_pes("bad-input-generated", &c);
