@@ -13,6 +13,10 @@
  *                      word PE 2 would set); <how> is kill (SIGKILL), _exit (status 3, no
  *                      exit handlers) or exit (status 3: a failing PE does not finalize at
  *                      exit). The survivors must not return.
+ *   exit_paths ring    every PE passes a barrier, puts 1 into the next PE's word, waits for
+ *                      its own, passes another barrier and finalizes: the calls where the
+ *                      library's own fault points (SHMEM_FAULT, in a libshmem.so built with
+ *                      the fault-injection feature) make a PE die, leave or stop.
  *   exit_paths hold    initialise, create $HOLD_DIR/pe<N>, then block forever in a wait on a
  *                      word nobody writes (for the launcher-death test).
  *   exit_paths sigbus  PE 1 of 2 stands for a system that cannot supply a page of its heap:
@@ -119,6 +123,18 @@ static int die(const char *how, const char *where) {
     return 1;
 }
 
+static int ring(void) {
+    shmem_init();
+    int me = shmem_my_pe(), n = shmem_n_pes();
+    shmem_barrier_all();
+    shmem_long_p(&word, 1, (me + 1) % n);
+    shmem_long_wait_until(&word, SHMEM_CMP_EQ, 1);
+    shmem_barrier_all();
+    shmem_finalize();
+    printf("PE %d ok\n", me);
+    return 0;
+}
+
 static int hold(void) {
     shmem_init();
     const char *dir = getenv("HOLD_DIR");
@@ -164,6 +180,7 @@ int main(int argc, char **argv) {
         return r < 0 ? 0 : r;
     }
     if (!strcmp(mode, "hold")) return hold();
+    if (!strcmp(mode, "ring")) return ring();
     if (!strcmp(mode, "sigbus")) return sigbus();
     if (!strcmp(mode, "die") && argc > 3) return die(argv[2], argv[3]);
     fprintf(stderr, "usage: exit_paths return|exit|fork|hold|sigbus|die kill|_exit|exit barrier|wait\n");
