@@ -228,10 +228,8 @@ fn receiver(m: &Method, class: Option<Class>) -> Result<String, String> {
         ("Context", _) => format!("{owner}ctx{clone}"),
         ("CtxRef", Some(Class::Handle)) => "f.dead_ctx.as_ref()".into(),
         ("CtxRef", _) => format!("{owner}ctx.as_ref()"),
-        ("SymBuf", Some(Class::State)) if m.receiver != Receiver::Ref => {
-            return Err(
-                "consumes or resizes the buffer, and a finalized instance makes none".into(),
-            );
+        ("SymBuf", Some(Class::State)) if m.receiver != Receiver::Ref && e == "u64" => {
+            "f.dead.spare()".into()
         }
         ("SymBuf", _) if m.receiver != Receiver::Ref && e == "u64" => "f.fresh_buf()".into(),
         ("SymBuf", _) => format!("{owner}{buf}"),

@@ -26,6 +26,8 @@ use crate::{Case, Ctx, Failure, Need, Outcome};
 
 /// Elements in the fixture's buffers (the generator's valid length).
 const LEN: usize = 16;
+/// Buffers of the finalized instance that calls may consume (`SymBuf::free`, `realloc`).
+const SPARES: usize = 4;
 
 /// The argument classes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -135,6 +137,18 @@ struct Dead {
     ibuf: SymBuf<i64>,
     team: Team,
     ctx: Context,
+    /// Buffers for the calls that consume or resize one.
+    spares: Mutex<Vec<SymBuf<u64>>>,
+}
+
+impl Dead {
+    fn spare(&self) -> SymBuf<u64> {
+        self.spares
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+            .expect("a spare buffer of the finalized instance for each call that consumes one")
+    }
 }
 
 /// What the generated calls work on.
@@ -264,6 +278,11 @@ fn run(c: &Ctx) -> Outcome {
         ibuf: gone.calloc(LEN)?,
         team: gone.team_world(),
         ctx: gone.ctx_create(CtxOptions::NONE)?,
+        spares: Mutex::new(
+            (0..SPARES)
+                .map(|_| gone.calloc(LEN))
+                .collect::<Result<_, _>>()?,
+        ),
         inst: gone.clone(),
     };
     gone.finalize()?;
