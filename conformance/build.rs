@@ -15,16 +15,8 @@ use quote::ToTokens;
 /// Elements in the fixture's buffers and local arrays (what a valid length is).
 const LEN: usize = 16;
 
-/// The argument classes of issue 14.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Class {
-    Pe,
-    Address,
-    Size,
-    Stride,
-    Handle,
-    State,
-}
+// The argument classes, shared with the case that runs the calls.
+include!("src/cases/bad_input_class.rs");
 
 /// One public method.
 struct Method {
@@ -60,10 +52,29 @@ struct Arg {
     bad: Option<(Class, String)>,
 }
 
+impl Arg {
+    /// A parameter with no invalid value of a class.
+    fn good(g: &str) -> Result<Arg, String> {
+        Ok(Arg {
+            good: g.into(),
+            bad: None,
+        })
+    }
+
+    /// A parameter whose valid value is `g` and whose invalid one, of class `c`, is `b`.
+    fn bad(g: &str, c: Class, b: &str) -> Result<Arg, String> {
+        Ok(Arg {
+            good: g.into(),
+            bad: Some((c, b.into())),
+        })
+    }
+}
+
 fn main() {
     let core = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("../core/src");
     println!("cargo:rerun-if-changed={}", core.display());
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/cases/bad_input_class.rs");
     let mut methods = Vec::new();
     walk(&core, &mut methods);
     methods.sort_by(|a, b| (&a.ty, &a.name, &a.self_ty).cmp(&(&b.ty, &b.name, &b.self_ty)));
@@ -254,18 +265,7 @@ fn receiver_classes(m: &Method) -> Vec<Class> {
 /// argument's length is not what is checked).
 fn arg(name: &str, ty: &str, sized: bool) -> Result<Arg, String> {
     let n = LEN;
-    let good = |g: &str| {
-        Ok(Arg {
-            good: g.into(),
-            bad: None,
-        })
-    };
-    let bad = |g: &str, c: Class, b: &str| {
-        Ok(Arg {
-            good: g.into(),
-            bad: Some((c, b.into())),
-        })
-    };
+    let (good, bad) = (Arg::good, Arg::bad);
     match (name, ty) {
         (_, "Pe") | ("pe" | "root", "u32") => bad("f.pe", Class::Pe, "f.bad_pe"),
         (_, "&[Pe]") => bad("&[f.pe]", Class::Pe, "&[f.bad_pe]"),
@@ -345,18 +345,7 @@ fn arg(name: &str, ty: &str, sized: bool) -> Result<Arg, String> {
 /// memory the core can reach, which nothing can check.
 fn dev_arg(m: &Method, name: &str, ty: &str) -> Result<Arg, String> {
     let n = LEN;
-    let good = |g: &str| {
-        Ok(Arg {
-            good: g.into(),
-            bad: None,
-        })
-    };
-    let bad = |g: &str, c: Class, b: &str| {
-        Ok(Arg {
-            good: g.into(),
-            bad: Some((c, b.into())),
-        })
-    };
+    let (good, bad) = (Arg::good, Arg::bad);
     let getting = m.name.contains("get") || m.name == "g";
     let symmetric = match name {
         "dst" => !getting,

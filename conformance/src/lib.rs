@@ -14,6 +14,7 @@
 //! iteration counts).
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod apart;
 pub mod cases;
 mod ctx;
 pub mod runner;

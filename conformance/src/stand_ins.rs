@@ -5,55 +5,16 @@
 //! as separate artifacts under `target/stand-in/`, never the files the program itself links.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// The cargo profile and the workspace's target directory of the running test binary
-/// (`target/<profile>/deps/<test>`).
-fn target_of(exe: &Path) -> Option<(PathBuf, String)> {
-    let profile_dir = exe.parent()?.parent()?;
-    let profile = profile_dir.file_name()?.to_string_lossy().into_owned();
-    Some((profile_dir.parent()?.to_path_buf(), profile))
-}
 
 /// Builds the stand-ins for the profile of the running test binary and returns the
 /// environment that points the hw backend at them (`SHMEM_HW_ACL_LIBRARY`,
 /// `SHMEM_HW_SHMEM_LIBRARY`) and pins CANN SHMEM's unique-id listener to loopback
 /// (`SHMEM_UID_SOCK_IFNAME=lo`).
 pub fn build() -> Result<Vec<(&'static str, String)>, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
-    let (target, profile) =
-        target_of(&exe).ok_or_else(|| format!("{} is not in a target directory", exe.display()))?;
-    let dir = target.join("stand-in");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let cargo_profile = if profile == "debug" { "dev" } else { &profile };
-    let out = Command::new(cargo)
-        .args([
-            "build",
-            "--quiet",
-            "--lib",
-            "-p",
-            "shmem-c",
-            "-p",
-            "shmem-acl",
-            "--features",
-            "shmem-c/stand-in",
-            "--profile",
-            cargo_profile,
-            "--target-dir",
-        ])
-        .arg(&dir)
-        .output()
-        .map_err(|e| format!("cannot run cargo to build the stand-ins: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "building the stand-ins failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    let built = crate::apart::build("stand-in", &["shmem-c", "shmem-acl"], "shmem-c/stand-in")?;
     // Laid out as CANN installs them, each library in a directory of its own, so that the
     // runtime's directory can go on LD_LIBRARY_PATH (as the toolkit's set_env.sh puts it)
     // without bringing the stand-in libshmem.so with it.
-    let built = dir.join(&profile);
     let root = built.join("cann");
     let acl = root.join("ascend/lib64/libascendcl.so");
     let shmem = root.join("shmem/shmem/lib/libshmem.so");

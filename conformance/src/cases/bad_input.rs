@@ -29,22 +29,7 @@ const LEN: usize = 16;
 /// Buffers of the finalized instance that calls may consume (`SymBuf::free`, `realloc`).
 const SPARES: usize = 4;
 
-/// The argument classes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Class {
-    /// A PE number.
-    Pe,
-    /// A symmetric address or buffer.
-    Address,
-    /// A length, count, index or alignment.
-    Size,
-    /// A stride.
-    Stride,
-    /// A team or context handle.
-    Handle,
-    /// The instance's state (finalized).
-    State,
-}
+include!("bad_input_class.rs");
 
 /// One generated call.
 #[derive(Debug)]

@@ -9,7 +9,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{c_program, oshrun_with, target_dir, text};
@@ -17,33 +16,12 @@ use common::{c_program, oshrun_with, target_dir, text};
 /// The hang catcher: a job that ends later than this fails the test.
 const BOUND: Duration = Duration::from_secs(30);
 
-/// Builds `libshmem.so` with the fault points and returns the directory that holds it.
+/// Builds `libshmem.so` with the fault points (`target/fault-injection`) and returns the
+/// directory that holds it.
 fn fault_library() -> PathBuf {
-    let target = target_dir();
-    let profile = target.file_name().expect("target/<profile>").to_owned();
-    let dir = target
-        .parent()
-        .expect("a target directory")
-        .join("fault-injection");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let cargo_profile = if profile == "debug" {
-        "dev".into()
-    } else {
-        profile.to_string_lossy().into_owned()
-    };
-    let out = Command::new(cargo)
-        .args(["build", "--quiet", "--lib", "-p", "shmem-c"])
-        .args(["--features", "shmem-c/fault-injection"])
-        .args(["--profile", &cargo_profile, "--target-dir"])
-        .arg(&dir)
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "building the fault-injection libshmem.so failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lib = dir.join(&profile);
+    let lib =
+        shmem_conformance::apart::build("fault-injection", &["shmem-c"], "shmem-c/fault-injection")
+            .unwrap_or_else(|e| panic!("{e}"));
     assert!(lib.join("libshmem.so").is_file(), "{}", lib.display());
     lib
 }
