@@ -12,10 +12,8 @@ use rustix::process::{Resource, getrlimit};
 pub fn limit_reached(e: &std::io::Error) -> Option<String> {
     match e.raw_os_error()? {
         libc::ENOMEM => {
-            let maps = std::fs::read("/proc/self/maps").ok()?;
-            let count = maps.iter().filter(|&&b| b == b'\n').count();
-            let max = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?;
-            mappings_at_limit(count, max.trim().parse().ok()?)
+            let (count, max) = mappings()?;
+            mappings_at_limit(count, max)
         }
         libc::EMFILE => {
             let l = getrlimit(Resource::Nofile);
@@ -31,6 +29,26 @@ pub fn limit_reached(e: &std::io::Error) -> Option<String> {
         ),
         _ => None,
     }
+}
+
+/// This process's memory mappings, and the most the system allows one (`vm.max_map_count`).
+fn mappings() -> Option<(usize, usize)> {
+    let maps = std::fs::read("/proc/self/maps").ok()?;
+    let count = maps.iter().filter(|&&b| b == b'\n').count();
+    let max = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?;
+    Some((count, max.trim().parse().ok()?))
+}
+
+/// When fewer than `need` more memory mappings fit under the system's `vm.max_map_count`, why,
+/// in words a user can act on: what an instance checks before it starts, since a process out
+/// of mappings can no longer start a thread or, often, allocate.
+pub fn too_few_mappings(need: usize) -> Option<String> {
+    let (count, max) = mappings()?;
+    (count + need > max).then(|| {
+        format!(
+            "this process has {count} memory mappings of the {max} the system allows (vm.max_map_count), and a new instance needs about {need} more: raise it (sysctl -w vm.max_map_count=…) or make fewer mappings"
+        )
+    })
 }
 
 /// What to say when a mapping failed while the process has `count` mappings of the system's
@@ -50,6 +68,12 @@ fn mappings_at_limit(count: usize, max: usize) -> Option<String> {
 pub fn tasks_refused(e: &std::io::Error) -> Option<String> {
     if e.raw_os_error()? != libc::EAGAIN {
         return None;
+    }
+    // A thread's stack is a mapping: at the mapping limit, that is what refused it.
+    if let Some(at) = mappings().and_then(|(count, max)| mappings_at_limit(count, max)) {
+        return Some(format!(
+            "the system refused a new thread (EAGAIN): its stack is a memory mapping, and {at}"
+        ));
     }
     let l = getrlimit(Resource::Nproc);
     let show = |v: Option<u64>| v.map_or("unlimited".to_owned(), |v| v.to_string());
@@ -80,6 +104,16 @@ pub fn tasks_refused(e: &std::io::Error) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_instance_that_needs_more_mappings_than_are_left_is_told_the_limit() {
+        let short = too_few_mappings(usize::MAX / 2).expect("no process has that many left");
+        assert!(
+            short.contains("(vm.max_map_count)") && short.contains("sysctl -w"),
+            "{short}"
+        );
+        assert_eq!(too_few_mappings(0), None);
+    }
 
     #[test]
     fn a_reached_limit_is_named_and_nothing_else_is() {

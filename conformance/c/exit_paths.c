@@ -17,6 +17,11 @@
  *                      its own, passes another barrier and finalizes: the calls where the
  *                      library's own fault points (SHMEM_FAULT, in a libshmem.so built with
  *                      the fault-injection feature) make a PE die, leave or stop.
+ *   exit_paths maps <spare>
+ *                      before shmem_init, fills this process's memory mappings up to
+ *                      vm.max_map_count less <spare> (one region whose pages alternate
+ *                      between two protections, so that each is a mapping of its own), then
+ *                      runs the ring: init must succeed or fail naming vm.max_map_count.
  *   exit_paths hold    initialise, create $HOLD_DIR/pe<N>, then block forever in a wait on a
  *                      word nobody writes (for the launcher-death test).
  *   exit_paths sigbus  PE 1 of 2 stands for a system that cannot supply a page of its heap:
@@ -135,6 +140,45 @@ static int ring(void) {
     return 0;
 }
 
+/* The lines of /proc/self/maps: this process's memory mappings. */
+static long mappings(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    long lines = 0;
+    for (int c; (c = fgetc(f)) != EOF;) lines += c == '\n';
+    fclose(f);
+    return lines;
+}
+
+static int maps(int spare) {
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    long max = 0;
+    if (!f || fscanf(f, "%ld", &max) != 1) {
+        printf("cannot read vm.max_map_count\n");
+        return 1;
+    }
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    long want = max - spare - mappings();
+    if (want > (1L << 22)) {
+        printf("vm.max_map_count = %ld: more mappings than this test makes\n", max);
+        return 1;
+    }
+    if (want > 1) {
+        char *region = mmap(NULL, (size_t)want * (size_t)page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (region == MAP_FAILED) {
+            printf("cannot map %ld pages\n", want);
+            return 1;
+        }
+        for (long i = 1; i < want; i += 2)
+            if (mprotect(region + i * page, (size_t)page, PROT_NONE) != 0) {
+                printf("mprotect failed at page %ld of %ld\n", i, want);
+                return 1;
+            }
+    }
+    return ring();
+}
+
 static int hold(void) {
     shmem_init();
     const char *dir = getenv("HOLD_DIR");
@@ -181,6 +225,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(mode, "hold")) return hold();
     if (!strcmp(mode, "ring")) return ring();
+    if (!strcmp(mode, "maps") && argc > 2) return maps(atoi(argv[2]));
     if (!strcmp(mode, "sigbus")) return sigbus();
     if (!strcmp(mode, "die") && argc > 3) return die(argv[2], argv[3]);
     fprintf(stderr, "usage: exit_paths return|exit|fork|hold|sigbus|die kill|_exit|exit barrier|wait\n");

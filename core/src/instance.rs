@@ -195,6 +195,7 @@ impl Instance {
             None => settings::wait_timeout()?,
         };
         let hang_report = settings::hang_report()?;
+        crate::rlimit::check_mappings(attrs.n_pes)?;
         let heap_size = attrs.heap_size();
         // The heap, then the teams' collective scratch areas (never addressable by users).
         let size = usize::try_from(heap_size)

@@ -4,6 +4,25 @@ use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 
 pub(crate) use shmem_backend::limit_reached;
 
+use crate::{Error, Result};
+
+/// Memory mappings one instance of `n_pes` PEs may add on one PE: a segment per PE, the
+/// bootstrap's and the transport's threads (a stack and its guard each, and an allocator arena),
+/// and a margin for the program's own mappings meanwhile.
+pub(crate) fn mappings_for(n_pes: u32) -> usize {
+    n_pes as usize + 48
+}
+
+/// Fails, naming `vm.max_map_count`, when this process cannot add the mappings an instance of
+/// `n_pes` PEs needs: checked before init starts a thread, since a process out of mappings can
+/// start none and its allocations begin to fail.
+pub(crate) fn check_mappings(n_pes: u32) -> Result<()> {
+    match shmem_backend::too_few_mappings(mappings_for(n_pes)) {
+        Some(why) => Err(Error::Memory(why)),
+        None => Ok(()),
+    }
+}
+
 /// Descriptors one instance of `n_pes` PEs may hold on one PE at its peak: PE 0 serves the
 /// bootstrap (a listener and a connection per peer), every PE holds its own connection and the
 /// instance's memory object; plus a margin for the threads' wake-up pipes and the program's own

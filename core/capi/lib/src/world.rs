@@ -9,10 +9,10 @@ use shmem_core::{Error, Instance, Result, Team, ThreadLevel};
 /// The default instance: null before the first `shmem_init`. An instance published here is
 /// never freed (routines hold `&'static` references to it); a re-initialization after the
 /// last `shmem_finalize` publishes a new one, and the finalized one refuses further use.
-static WORLD: AtomicPtr<Default> = AtomicPtr::new(std::ptr::null_mut());
+static WORLD: AtomicPtr<Open> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The default instance with its predefined teams, which routines borrow rather than clone.
-struct Default {
+struct Open {
     inst: Instance,
     /// `SHMEM_TEAM_WORLD`.
     world: Team,
@@ -43,7 +43,7 @@ pub(crate) fn world_if_open() -> Option<&'static Instance> {
 }
 
 #[inline(always)]
-fn default_if_open() -> Option<&'static Default> {
+fn default_if_open() -> Option<&'static Open> {
     let p = WORLD.load(Ordering::Acquire);
     // SAFETY: a non-null pointer here came from `Box::into_raw` in `open` and is never freed;
     // the acquire load pairs with the release store that published the initialised instance.
@@ -76,7 +76,7 @@ pub(crate) fn open(
         return Ok(world()?.query_thread());
     }
     let (inst, level) = create()?;
-    let d = Default {
+    let d = Open {
         world: inst.team_world(),
         shared: inst.team_shared(),
         inst,

@@ -74,6 +74,39 @@ fn too_few_descriptors_is_a_clear_error_naming_the_limit_never_a_hang() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Memory mappings at the system's limit (`vm.max_map_count`, which no test may lower): each
+/// PE of `exit_paths maps <spare>` fills its own mappings up to the limit less `spare` before
+/// `shmem_init`, from none left to plenty. Out of mappings a process can start no thread and its
+/// allocations begin to fail (before the check, a PE aborted in the allocator or blamed
+/// `RLIMIT_NPROC`), so init checks first: each PE either runs the job or fails at once naming
+/// `vm.max_map_count`, never a hang or an abort.
+#[test]
+fn too_few_memory_mappings_is_a_clear_error_naming_the_limit_never_a_hang() {
+    let (dir, exe) = c_program("exit_paths", "maps");
+    for spare in [0, 3, 10, 30, 51, 52, 60, 100, 200] {
+        let start = Instant::now();
+        let out = oshrun_with(&exe, 4, &["maps", &spare.to_string()], &[]);
+        let took = start.elapsed();
+        let text = text(&out);
+        println!(
+            "{spare} mappings to spare: ended in {:.2} s",
+            took.as_secs_f64()
+        );
+        assert!(took < Duration::from_secs(30), "{spare}: {took:?}\n{text}");
+        assert!(spare < 100 || out.status.success(), "{spare}:\n{text}");
+        if out.status.success() {
+            assert_eq!(text.matches(" ok").count(), 4, "{spare}:\n{text}");
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(1), "{spare}:\n{text}");
+        assert!(
+            text.contains("memory mappings of the") && text.contains("(vm.max_map_count)"),
+            "{spare}: no line names the limit:\n{text}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// A page of the heap the system cannot supply (`exit_paths sigbus`: PE 1 of 2 touches a page
 /// of its `shmem_malloc` block that the kernel answers with SIGBUS, as it does when memory runs
 /// short under strict overcommit or a memory limit): the PE says which heap, PE, offset and
