@@ -94,8 +94,38 @@ pub(crate) fn memcpy(
     let (to, from) = check_copy(dst, dest_max, src, count, kind)?;
     // SAFETY: both sides were resolved to host-accessible memory of `count` bytes (the
     // program's own host buffers, or the runtime's alias of its device memory).
-    unsafe { std::ptr::copy(from as *const u8, to as *mut u8, count) };
+    unsafe { copy_bytes(to as *mut u8, from as *const u8, count) };
     Ok(())
+}
+
+/// Copies `count` bytes (the two ranges may overlap). An aligned 2, 4 or 8-byte scalar is one
+/// load and one store, so that a word of device memory that a PE writes meanwhile is read
+/// whole, as a device copy engine reads it: libc's `memmove` reads a 2- or 3-byte copy's last
+/// byte a second time, which tore a 16-bit word a waiting PE polled (0xff64 read between 0x0064
+/// and 0xfffe).
+///
+/// # Safety
+///
+/// `from..from + count` is readable and `to..to + count` writable.
+unsafe fn copy_bytes(to: *mut u8, from: *const u8, count: usize) {
+    use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering::Acquire};
+    let aligned = |size: usize| (to as usize | from as usize).is_multiple_of(size);
+    // SAFETY: in each arm, `count` bytes at both addresses are valid (the caller's contract), and
+    // the arm's alignment was checked; the source may be shared, so it is read atomically.
+    unsafe {
+        match count {
+            2 if aligned(2) => to
+                .cast::<u16>()
+                .write(AtomicU16::from_ptr(from.cast_mut().cast()).load(Acquire)),
+            4 if aligned(4) => to
+                .cast::<u32>()
+                .write(AtomicU32::from_ptr(from.cast_mut().cast()).load(Acquire)),
+            8 if aligned(8) => to
+                .cast::<u64>()
+                .write(AtomicU64::from_ptr(from.cast_mut().cast()).load(Acquire)),
+            _ => std::ptr::copy(from, to, count),
+        }
+    }
 }
 
 /// `aclrtMemcpyAsync`: checked now, copied in stream order.
@@ -112,7 +142,7 @@ pub(crate) fn memcpy_async(
     s.enqueue(move || {
         // SAFETY: checked at enqueue; the program keeps host buffers and device memory alive
         // until the stream is synchronised (ACL's contract).
-        unsafe { std::ptr::copy(from as *const u8, to as *mut u8, count) };
+        unsafe { copy_bytes(to as *mut u8, from as *const u8, count) };
         Ok::<(), TransportError>(())
     });
     Ok(())
@@ -159,4 +189,34 @@ pub(crate) fn memset_async(
         Ok::<(), TransportError>(())
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_bytes;
+    use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+
+    /// A 16-bit word that another thread flips between two values is always read as one of
+    /// them (libc's memmove could read 0xff64 between 0x0064 and 0xfffe).
+    #[test]
+    fn a_scalar_another_thread_writes_is_copied_whole() {
+        let word = AtomicU16::new(0x0064);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    word.store(0xfffe, Ordering::Relaxed);
+                    word.store(0x0064, Ordering::Relaxed);
+                }
+            });
+            let torn = (0..200_000).find_map(|_| {
+                let mut got = 0u16;
+                // SAFETY: two readable bytes, two writable.
+                unsafe { copy_bytes((&raw mut got).cast(), word.as_ptr().cast(), 2) };
+                (got != 0x0064 && got != 0xfffe).then_some(got)
+            });
+            done.store(true, Ordering::Relaxed);
+            assert_eq!(torn, None, "a torn read");
+        });
+    }
 }
