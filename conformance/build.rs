@@ -193,10 +193,7 @@ fn collect(items: &[syn::Item], out: &mut Vec<Method>) {
 fn scope(ty: &str) -> Result<(), &'static str> {
     match ty {
         "Instance" | "Team" | "Context" | "CtxRef" | "SymBuf" | "SymSlice" | "SymElem"
-        | "NbiScope" | "LockGuard" | "Device" => Ok(()),
-        "MultiDevice" => Err(
-            "a multi-instance kernel's selection of instances: the multi-instance kernel cases cover it",
-        ),
+        | "NbiScope" | "LockGuard" | "Device" | "MultiDevice" => Ok(()),
         _ => Err("not a handle of a running job (a builder, a value type or an error)"),
     }
 }
@@ -364,6 +361,8 @@ fn dev_arg(m: &Method, name: &str, ty: &str) -> Result<Arg, String> {
         ("buf" | "ub" | "offset", "usize") => bad("0", Class::Size, "shmem::UB_SIZE"),
         ("ub_size", "usize") => bad("1024", Class::Size, "2 * shmem::UB_SIZE"),
         ("sync_id", "u32") => bad("0", Class::Handle, "8"),
+        // An instance id: this PE's first instance, or one no PE initialised.
+        ("id", "u64") => bad("v.id", Class::Handle, "u64::MAX"),
         ("param", "NonContiguousCopyParam") => bad(
             "NonContiguousCopyParam { repeat: 2, length: 4, src_ld: 4, dst_ld: 4 }",
             Class::Stride,
@@ -403,7 +402,7 @@ fn generate(methods: &[Method]) -> String {
         let sized = m.params.iter().any(|(n, t)| {
             t == "usize" && matches!(n.as_str(), "len" | "nelems" | "bsize" | "nblocks")
         });
-        let device = m.ty == "Device";
+        let device = m.ty == "Device" || m.ty == "MultiDevice";
         let args: Result<Vec<Arg>, String> = m
             .params
             .iter()
@@ -428,7 +427,10 @@ fn generate(methods: &[Method]) -> String {
             .enumerate()
             .filter_map(|(i, a)| a.bad.as_ref().map(|(c, _)| (*c, Some(i))))
             .collect();
-        if device {
+        if m.ty == "MultiDevice" && m.name != "instance_ctx_set" {
+            // A block of a multi-instance kernel starts with no instance selected.
+            variants.push((Class::State, None));
+        } else if device {
             // A kernel runs only on a live instance (`Instance::launch` refuses a finalized
             // one), and a block has no handle of its own.
         } else if fallible(&m.ret) {
@@ -498,8 +500,13 @@ fn generate(methods: &[Method]) -> String {
                 format!("{}::<{}>", m.name, tys.join(", "))
             };
             let body = if device {
+                let launch = if m.ty == "MultiDevice" {
+                    "multi_kernel"
+                } else {
+                    "kernel"
+                };
                 format!(
-                    "let v = f.device_args(); f.kernel(move |d| {})",
+                    "let v = f.device_args(); f.{launch}(move |d| {})",
                     verdict(format!("d.{name}({list})"))
                 )
             } else if m.ty == "NbiScope" {

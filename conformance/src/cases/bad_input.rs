@@ -17,8 +17,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use shmem::{
-    AmoOp, Cmp, Code, Context, CtxOptions, Device, Instance, KernelError, NonContiguousCopyParam,
-    ReduceOp, SignalOp, Stream, SymBuf, Team, TeamConfig,
+    AmoOp, Cmp, Code, Context, CtxOptions, Device, Instance, KernelError, MultiDevice,
+    NonContiguousCopyParam, ReduceOp, SignalOp, Stream, SymBuf, Team, TeamConfig,
 };
 
 use crate::cases::multi_instance::attrs_for;
@@ -173,6 +173,10 @@ struct DeviceArgs {
     outside: usize,
     pe: u32,
     bad_pe: u32,
+    /// The id of this PE's first instance, for a device call whose invalid argument is another
+    /// (none today).
+    #[allow(dead_code)]
+    id: u64,
     /// The valid team, for a device call whose invalid argument is another (none today).
     #[allow(dead_code)]
     team: Team,
@@ -198,24 +202,42 @@ impl Fixture {
             outside: self.outside.as_ptr() as usize,
             pe: self.pe,
             bad_pe: self.bad_pe,
+            id: self.inst.id(),
             team: self.team.clone(),
             dead_team: self.dead_team.clone(),
         }
     }
 
-    /// Runs `call` in a kernel of one block and waits for it; a launch that fails (a panic on
-    /// the simulated core) is reported as the panic.
+    /// Runs `call` in a kernel of one block of the first instance and waits for it; a launch
+    /// that fails (a panic on the simulated core) is reported as the panic.
     fn kernel(&self, call: impl Fn(&mut Device<'_>) -> Verdict + Send + Sync + 'static) -> Verdict {
         let slot = Arc::new(Mutex::new(None));
         let out = slot.clone();
-        let ran = self
-            .inst
-            .launch(&self.stream, "bad_input", 1, move |d| {
-                let v = call(d);
-                *out.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
-                Ok(())
-            })
-            .and_then(|()| self.stream.synchronize());
+        let ran = self.inst.launch(&self.stream, "bad_input", 1, move |d| {
+            *out.lock().unwrap_or_else(|p| p.into_inner()) = Some(call(d));
+            Ok(())
+        });
+        self.waited(ran, &slot)
+    }
+
+    /// [`Fixture::kernel`] for a kernel built with `MULTI_INSTANCE`, whose block starts with no
+    /// instance selected.
+    fn multi_kernel(
+        &self,
+        call: impl Fn(&mut MultiDevice<'_>) -> Verdict + Send + Sync + 'static,
+    ) -> Verdict {
+        let slot = Arc::new(Mutex::new(None));
+        let out = slot.clone();
+        let ran = shmem::launch_multi_instance(&self.stream, "bad_input", 1, move |d| {
+            *out.lock().unwrap_or_else(|p| p.into_inner()) = Some(call(d));
+            Ok(())
+        });
+        self.waited(ran, &slot)
+    }
+
+    /// The verdict a kernel's block left in `slot`, once the launch `ran` has run.
+    fn waited(&self, ran: shmem::Result<()>, slot: &Mutex<Option<Verdict>>) -> Verdict {
+        let ran = ran.and_then(|()| self.stream.synchronize());
         let v = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
         match (ran, v) {
             (_, Some(v)) => v,
