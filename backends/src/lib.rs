@@ -34,7 +34,7 @@ pub mod sync;
 mod transport;
 
 pub use error::TransportError;
-pub use limits::{limit_reached, tasks_refused, too_few_mappings};
+pub use limits::{limit_reached, mappings, tasks_refused, too_few_mappings};
 pub use local::{Local, LocalMut};
 pub use ops::{AmoOp, Cmp, Scalar, ScalarKind, SignalOp, Width};
 pub use profile::{Capabilities, Limits, Profile};

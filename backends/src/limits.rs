@@ -32,18 +32,19 @@ pub fn limit_reached(e: &std::io::Error) -> Option<String> {
 }
 
 /// This process's memory mappings, and the most the system allows one (`vm.max_map_count`).
-fn mappings() -> Option<(usize, usize)> {
+/// It reads `/proc/self/maps`, tens of microseconds.
+pub fn mappings() -> Option<(usize, usize)> {
     let maps = std::fs::read("/proc/self/maps").ok()?;
     let count = maps.iter().filter(|&&b| b == b'\n').count();
     let max = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?;
     Some((count, max.trim().parse().ok()?))
 }
 
-/// When fewer than `need` more memory mappings fit under the system's `vm.max_map_count`, why,
-/// in words a user can act on: what an instance checks before it starts, since a process out
-/// of mappings can no longer start a thread or, often, allocate.
-pub fn too_few_mappings(need: usize) -> Option<String> {
-    let (count, max) = mappings()?;
+/// When fewer than `need` more memory mappings fit beside the `count` a process has under the
+/// system's `max` (`vm.max_map_count`, as [`mappings`] reads them), why, in words a user can act
+/// on: what an instance checks before it starts, since a process out of mappings can no longer
+/// start a thread or, often, allocate.
+pub fn too_few_mappings(count: usize, max: usize, need: usize) -> Option<String> {
     (count + need > max).then(|| {
         format!(
             "this process has {count} memory mappings of the {max} the system allows (vm.max_map_count), and a new instance needs about {need} more: raise it (sysctl -w vm.max_map_count=…) or make fewer mappings"
@@ -107,12 +108,14 @@ mod tests {
 
     #[test]
     fn an_instance_that_needs_more_mappings_than_are_left_is_told_the_limit() {
-        let short = too_few_mappings(usize::MAX / 2).expect("no process has that many left");
+        let short = too_few_mappings(65_500, 65_530, 52).expect("30 left are too few for 52");
         assert!(
             short.contains("(vm.max_map_count)") && short.contains("sysctl -w"),
             "{short}"
         );
-        assert_eq!(too_few_mappings(0), None);
+        assert_eq!(too_few_mappings(65_478, 65_530, 52), None);
+        let (count, max) = mappings().expect("/proc is mounted");
+        assert!(count > 0 && count < max, "{count} of {max}");
     }
 
     #[test]
