@@ -251,11 +251,25 @@ fn receiver(m: &Method, class: Option<Class>) -> Result<String, String> {
 /// The classes a receiver of this type has itself.
 fn receiver_classes(m: &Method) -> Vec<Class> {
     match m.ty.as_str() {
-        "Team" | "Context" | "CtxRef" => vec![Class::Handle, Class::State],
-        "NbiScope" => vec![Class::Handle, Class::State],
+        "Team" | "Context" | "CtxRef" | "NbiScope" => vec![Class::Handle, Class::State],
         _ if m.receiver != Receiver::None => vec![Class::State],
         _ => vec![],
     }
+}
+
+/// The valid value of a parameter of type `ty` that has no invalid one of a class (host and
+/// device calls alike): a word, an operator, an option.
+fn plain_value(ty: &str) -> Option<&'static str> {
+    Some(match ty {
+        "T" | "S" | "F" | "u64" | "i64" | "i32" => "Default::default()",
+        "Cmp" => "Cmp::Eq",
+        "AmoOp" => "AmoOp::Fetch",
+        "SignalOp" => "SignalOp::Set",
+        "ReduceOp" => "ReduceOp::Sum",
+        "CtxOptions" => "CtxOptions::NONE",
+        "TeamConfig" => "TeamConfig::default()",
+        _ => return None,
+    })
 }
 
 /// A parameter's values. `sized` says whether the method has a separate count (then a slice
@@ -266,14 +280,6 @@ fn arg(name: &str, ty: &str, sized: bool) -> Result<Arg, String> {
     match (name, ty) {
         (_, "Pe") | ("pe" | "root", "u32") => bad("f.pe", Class::Pe, "f.bad_pe"),
         (_, "&[Pe]") => bad("&[f.pe]", Class::Pe, "&[f.bad_pe]"),
-        ("hints", "i64") => good("0"),
-        (_, "T" | "S" | "u64" | "i64") => good("Default::default()"),
-        (_, "Cmp") => good("Cmp::Eq"),
-        (_, "AmoOp") => good("AmoOp::Fetch"),
-        (_, "SignalOp") => good("SignalOp::Set"),
-        (_, "ReduceOp") => good("ReduceOp::Sum"),
-        (_, "CtxOptions") => good("CtxOptions::NONE"),
-        (_, "TeamConfig") => good("TeamConfig::default()"),
         (_, "&[T]") if sized => good("&f.src[..]"),
         (_, "&[T]") => bad("&f.src[..]", Class::Size, "&f.long_src[..]"),
         (_, "&mut[T]") if sized => good("&mut dst[..]"),
@@ -332,6 +338,7 @@ fn arg(name: &str, ty: &str, sized: bool) -> Result<Arg, String> {
         (_, "&Team") => bad("&f.team", Class::Handle, "&f.dead_team"),
         (_, "&Context") => bad("&f.ctx", Class::Handle, "&f.dead_ctx"),
         (_, "&Instance") => bad("&f.inst", Class::State, "&f.dead.inst"),
+        (_, t) if plain_value(t).is_some() => good(plain_value(t).unwrap_or_default()),
         _ => Err(format!("parameter {name}: {ty}")),
     }
 }
@@ -369,10 +376,7 @@ fn dev_arg(m: &Method, name: &str, ty: &str) -> Result<Arg, String> {
             "NonContiguousCopyParam { repeat: 2, length: 4, src_ld: u32::MAX / 2, dst_ld: u32::MAX / 2 }",
         ),
         (_, "&crate::Team") => bad("&v.team", Class::Handle, "&v.dead_team"),
-        (_, "T" | "F" | "i32" | "u64") => good("Default::default()"),
-        (_, "Cmp") => good("Cmp::Eq"),
-        (_, "AmoOp") => good("AmoOp::Fetch"),
-        (_, "SignalOp") => good("SignalOp::Set"),
+        (_, t) if plain_value(t).is_some() => good(plain_value(t).unwrap_or_default()),
         _ => Err(format!("parameter {name}: {ty}")),
     }
 }

@@ -14,9 +14,9 @@
 //! iteration counts).
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod apart;
 pub mod cases;
 mod ctx;
+pub mod libraries;
 pub mod runner;
 pub mod stand_ins;
 

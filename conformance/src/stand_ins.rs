@@ -11,7 +11,11 @@ use std::path::{Path, PathBuf};
 /// `SHMEM_HW_SHMEM_LIBRARY`) and pins CANN SHMEM's unique-id listener to loopback
 /// (`SHMEM_UID_SOCK_IFNAME=lo`).
 pub fn build() -> Result<Vec<(&'static str, String)>, String> {
-    let built = crate::apart::build("stand-in", &["shmem-c", "shmem-acl"], "shmem-c/stand-in")?;
+    let built = crate::libraries::build(crate::libraries::Build {
+        packages: &["shmem-c", "shmem-acl"],
+        features: Some("shmem-c/stand-in"),
+        apart: Some("stand-in"),
+    })?;
     // Laid out as CANN installs them, each library in a directory of its own, so that the
     // runtime's directory can go on LD_LIBRARY_PATH (as the toolkit's set_env.sh puts it)
     // without bringing the stand-in libshmem.so with it.

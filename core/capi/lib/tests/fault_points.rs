@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{c_program, oshrun_with, target_dir, text};
+use shmem_conformance::libraries::Build;
 
 /// The hang catcher: a job that ends later than this fails the test.
 const BOUND: Duration = Duration::from_secs(30);
@@ -19,9 +20,12 @@ const BOUND: Duration = Duration::from_secs(30);
 /// Builds `libshmem.so` with the fault points (`target/fault-injection`) and returns the
 /// directory that holds it.
 fn fault_library() -> PathBuf {
-    let lib =
-        shmem_conformance::apart::build("fault-injection", &["shmem-c"], "shmem-c/fault-injection")
-            .unwrap_or_else(|e| panic!("{e}"));
+    let lib = shmem_conformance::libraries::build(Build {
+        packages: &["shmem-c"],
+        features: Some("shmem-c/fault-injection"),
+        apart: Some("fault-injection"),
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(lib.join("libshmem.so").is_file(), "{}", lib.display());
     lib
 }

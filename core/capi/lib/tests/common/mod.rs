@@ -16,33 +16,12 @@ pub(crate) fn target_dir() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let exe = std::env::current_exe().expect("the test knows its path");
-            let dir = exe
-                .parent()
-                .and_then(Path::parent)
-                .expect("tests run from target/<profile>/deps")
-                .to_path_buf();
-            let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
-            let profile = if profile == "debug" { "dev" } else { profile };
-            let out = Command::new(env!("CARGO"))
-                .args([
-                    "build",
-                    "-p",
-                    "shmem-c",
-                    "-p",
-                    "shmem-acl",
-                    "--lib",
-                    "--profile",
-                    profile,
-                ])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .output()
-                .expect("cargo runs");
-            assert!(
-                out.status.success(),
-                "building libshmem.so failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let dir = shmem_conformance::libraries::build(shmem_conformance::libraries::Build {
+                packages: &["shmem-c", "shmem-acl"],
+                features: None,
+                apart: None,
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
             assert!(
                 dir.join("libshmem.so").is_file(),
                 "no libshmem.so in {}",
