@@ -91,6 +91,9 @@ pub enum Need {
     SimulatorSegments,
     /// `SHMEM_UID_SESSION_ID` for the program's own unique id alone.
     OwnSessionAddress,
+    /// The project's `libshmem.so` (the OpenSHMEM C ABI), which the runner builds and names
+    /// to the PEs in `SHMEM_CONFORMANCE_C_LIBRARY`.
+    CLibrary,
 }
 
 impl Need {
@@ -120,6 +123,9 @@ impl Need {
             }
             Need::OwnSessionAddress => {
                 "SHMEM_UID_SESSION_ID names one address, which CANN SHMEM's own unique id takes too; on hw use SHMEM_UID_SOCK_IFNAME"
+            }
+            Need::CLibrary => {
+                "the case loads the project's libshmem.so, whose name and symbols the hw backend's CANN library has too (the C ABI's hw path has its own programs)"
             }
         })
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use libtest_mimic::{Arguments, Failed, Trial};
 use shmem_sim::launcher::{Job, JobReport, Output, PeEnd};
 
-use crate::{Case, Ctx, Expect, Via, cases};
+use crate::{Case, Ctx, Expect, Need, Via, cases};
 
 /// The most PEs alive at once across all running trials.
 pub const PE_SLOTS: u32 = 8;
@@ -272,6 +272,9 @@ fn run_trial(case: Case, n: u32, backend: &'static str) -> Result<(), Failed> {
     for (k, v) in case.env {
         job = job.env(k, v);
     }
+    if case.needs.contains(&Need::CLibrary) {
+        job = job.env(crate::cases::C_LIBRARY_VAR, c_library()?);
+    }
     if let Expect::PeKilled { .. } = case.expect {
         job = job.keep_going(true);
     }
@@ -279,6 +282,23 @@ fn run_trial(case: Case, n: u32, backend: &'static str) -> Result<(), Failed> {
         .run()
         .map_err(|e| format!("could not launch the trial: {e}"))?;
     judge(&case, &report).map_err(|why| Failed::from(describe(&why, &report)))
+}
+
+/// The project's `libshmem.so`, built once per run with this binary's cargo and profile.
+fn c_library() -> Result<std::path::PathBuf, String> {
+    static BUILT: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
+        std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // With the ACL runtime's stand-in, which `libshmem.so` needs beside it.
+            let dir = crate::libraries::build(crate::libraries::Build {
+                packages: &["shmem-c", "shmem-acl"],
+                features: None,
+                apart: None,
+            })?;
+            Ok(dir.join("libshmem.so"))
+        })
+        .clone()
 }
 
 fn judge(case: &Case, report: &JobReport) -> Result<(), String> {

@@ -12,6 +12,8 @@ pub mod isolation;
 pub mod kernel;
 pub mod lock;
 pub mod model;
+mod model_c_abi;
+pub use model_c_abi::C_LIBRARY_VAR;
 mod model_collectives;
 pub mod multi_instance;
 pub mod order;
@@ -48,6 +50,7 @@ pub fn all() -> Vec<Case> {
         isolation::cases(),
         // The model uses remote atomics and locks issued by the host.
         needing(model::cases(), &[Need::HostAtomics]),
+        needing(model_c_abi::cases(), &[Need::HostAtomics, Need::CLibrary]),
         bad_input::cases(),
     ]
     .concat()

@@ -56,6 +56,10 @@
 //! At ten points of the run every PE samples its resident memory and its open descriptors:
 //! after the first sample, memory stays within 1 MiB and the descriptor count does not change.
 //!
+//! The executor reaches the words through [`Words`] and runs the epochs on a [`Target`]: here
+//! the Rust API, and in `model_c_abi.rs` the exported symbols of `libshmem.so`, with the same
+//! schedule, model and checks.
+//!
 //! The fast tier issues at least 100 000 operations (library calls, fences not counted) in
 //! 40 epochs, the full tier 500 000 in 200, whatever the PE count; `SHMEM_MODEL_OPS` sets
 //! another number (a soak: 500 000 in each of the strict and the relaxed case is 10⁶).
@@ -128,7 +132,7 @@ const HOT: usize = 8;
 
 /// The word regions of each PE's heap, on each instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Region {
+pub(super) enum Region {
     /// `u64` data words: puts and gets.
     Data = 0,
     /// `u64` atomic words.
@@ -175,7 +179,7 @@ impl Region {
     }
 
     /// Words per PE with `n` PEs.
-    fn len(self, n: usize) -> usize {
+    pub(super) fn len(self, n: usize) -> usize {
         match self {
             Region::Data => DATA_WORDS,
             Region::A64 | Region::A32 | Region::Ai64 => AMO_WORDS,
@@ -217,11 +221,11 @@ fn ring_source(inst: u8, pe: u32, n: usize) -> u32 {
 
 /// One word of the model: a word of `region` on PE `pe` of instance `inst`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct Loc {
-    inst: u8,
-    region: Region,
-    pe: u32,
-    idx: usize,
+pub(super) struct Loc {
+    pub(super) inst: u8,
+    pub(super) region: Region,
+    pub(super) pe: u32,
+    pub(super) idx: usize,
 }
 
 impl Loc {
@@ -309,7 +313,7 @@ impl Model {
 
 /// An atomic operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Amo {
+pub(super) enum Amo {
     Add,
     Inc,
     FetchAdd,
@@ -327,7 +331,7 @@ enum Amo {
 }
 
 impl Amo {
-    fn name(self, nbi: bool) -> &'static str {
+    pub(super) fn name(self, nbi: bool) -> &'static str {
         match (self, nbi) {
             (Amo::Add, _) => "atomic_add",
             (Amo::Inc, _) => "atomic_inc",
@@ -371,7 +375,7 @@ impl Amo {
 
 /// What a fetched value must be.
 #[derive(Clone, Copy, Debug)]
-enum Expect {
+pub(super) enum Expect {
     /// Anything (a fetch from a word every PE adds to or xors).
     Nothing,
     /// Exactly this.
@@ -386,7 +390,7 @@ enum Expect {
 
 /// How a contiguous put is issued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PutHow {
+pub(super) enum PutHow {
     Blocking,
     P,
     Nbi,
@@ -397,7 +401,7 @@ enum PutHow {
 
 /// How a contiguous get is issued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum GetHow {
+pub(super) enum GetHow {
     Blocking,
     G,
     Nbi,
@@ -407,7 +411,7 @@ enum GetHow {
 
 /// One operation of a PE's program. Data indices are word indices in [`Region::Data`].
 #[derive(Debug)]
-enum Op {
+pub(super) enum Op {
     /// `fence` on the block's instance.
     Fence,
     /// `quiet` on the block's instance.
@@ -1236,6 +1240,67 @@ fn schedule(seed: u64, epoch: usize, n: usize, calls: usize, model: &mut Model) 
 }
 
 /// The regions of one PE on one instance.
+/// The words of one instance's six regions, and the calls that reach them: the Rust API's
+/// ([`Heap`]) or the exported C symbols' (`model_c_abi`). The executor ([`Exec`]) and the
+/// checks are the same for both.
+pub(super) trait Words {
+    /// The heap offset of a word (for messages).
+    fn offset(&self, region: Region, idx: usize) -> usize;
+    /// PE `pe`'s words of `region`, read with one get.
+    fn read(&self, region: Region, pe: u32) -> Result<Vec<u64>, Failure>;
+    /// `fence`.
+    fn fence(&self) -> Outcome;
+    /// `quiet`.
+    fn quiet(&self) -> Outcome;
+    /// A blocking put of `vals` into data words `idx..` of `pe` (never [`PutHow::Nbi`]).
+    fn put(&self, how: PutHow, idx: usize, vals: &[u64], pe: u32) -> Outcome;
+    /// `src[i * src_stride]` into data word `idx + i * dst_stride` of `pe`, `nelems` of them.
+    fn iput(
+        &self,
+        idx: usize,
+        dst_stride: usize,
+        src: &[u64],
+        src_stride: usize,
+        nelems: usize,
+        pe: u32,
+    ) -> Outcome;
+    /// A blocking get of `len` words at `at` (data or signal words) of `pe` (never
+    /// [`GetHow::Nbi`]).
+    fn get(&self, how: GetHow, at: At, len: usize, pe: u32) -> Result<Vec<u64>, Failure>;
+    /// Data words `idx + i * stride` of `pe`, `len` of them.
+    fn iget(&self, idx: usize, stride: usize, len: usize, pe: u32) -> Result<Vec<u64>, Failure>;
+    /// A blocking atomic on word `at` of `pe`: what it fetched, if it fetches.
+    fn amo(&self, at: At, amo: Amo, val: u64, cond: u64, pe: u32) -> Result<Option<u64>, Failure>;
+    /// `vals` into the 64-bit words at `dst` of `pe`, then `op` with `value` on the signal word
+    /// `sig` of `pe`.
+    fn put_signal(
+        &self,
+        dst: At,
+        vals: &[u64],
+        sig: At,
+        value: u64,
+        op: SignalOp,
+        pe: u32,
+    ) -> Outcome;
+    /// `signal_op` with `op` and `value` on the signal word `sig` of `pe`.
+    fn signal(&self, sig: At, value: u64, op: SignalOp, pe: u32) -> Outcome;
+    /// Waits until this PE's 64-bit signal word `idx` equals `value`: what the wait returned,
+    /// and what a `signal_fetch` then read.
+    fn signal_wait(&self, idx: usize, value: u64) -> Result<(u64, u64), Failure>;
+    /// Runs an `nbi` block: its non-blocking operations here, the others with `blocking`, then
+    /// quiets. Returns what the non-blocking gets read (concatenated) and what the non-blocking
+    /// fetching atomics fetched, each in program order.
+    fn nbi(
+        &self,
+        ops: &[Op],
+        blocking: &mut dyn FnMut(&Op) -> Outcome,
+    ) -> Result<(Vec<u64>, Vec<u64>), Failure>;
+}
+
+/// A word: its region and index.
+pub(super) type At = (Region, usize);
+
+/// The regions of one instance, reached through the Rust API.
 struct Heap {
     inst: Instance,
     data: SymBuf<u64>,
@@ -1259,28 +1324,14 @@ impl Heap {
         })
     }
 
-    /// The heap offset of a word.
-    fn offset(&self, region: Region, idx: usize) -> usize {
+    /// The buffer of a region of 64-bit unsigned words.
+    fn u64s(&self, region: Region) -> &SymBuf<u64> {
         match region {
-            Region::Data => self.data.offset() + idx * 8,
-            Region::A64 => self.a64.offset() + idx * 8,
-            Region::A32 => self.a32.offset() + idx * 4,
-            Region::Ai64 => self.ai64.offset() + idx * 8,
-            Region::Sig => self.sig.offset() + idx * 8,
-            Region::Sig32 => self.sig32.offset() + idx * 4,
+            Region::Data => &self.data,
+            Region::A64 => &self.a64,
+            Region::Sig => &self.sig,
+            other => unreachable!("{other:?} does not hold u64 words"),
         }
-    }
-
-    /// PE `pe`'s words of `region`, read with one `get`.
-    fn read(&self, region: Region, pe: u32) -> shmem::Result<Vec<u64>> {
-        Ok(match region {
-            Region::Data => self.data.as_slice().to_vec(pe)?,
-            Region::A64 => self.a64.as_slice().to_vec(pe)?,
-            Region::A32 => widen(self.a32.as_slice().to_vec(pe)?),
-            Region::Ai64 => widen(self.ai64.as_slice().to_vec(pe)?),
-            Region::Sig => self.sig.as_slice().to_vec(pe)?,
-            Region::Sig32 => widen(self.sig32.as_slice().to_vec(pe)?),
-        })
     }
 
     fn free(self) -> Outcome {
@@ -1294,12 +1345,276 @@ impl Heap {
     }
 }
 
+impl Words for Heap {
+    fn offset(&self, region: Region, idx: usize) -> usize {
+        match region {
+            Region::Data => self.data.offset() + idx * 8,
+            Region::A64 => self.a64.offset() + idx * 8,
+            Region::A32 => self.a32.offset() + idx * 4,
+            Region::Ai64 => self.ai64.offset() + idx * 8,
+            Region::Sig => self.sig.offset() + idx * 8,
+            Region::Sig32 => self.sig32.offset() + idx * 4,
+        }
+    }
+
+    fn read(&self, region: Region, pe: u32) -> Result<Vec<u64>, Failure> {
+        Ok(match region {
+            Region::Data => self.data.as_slice().to_vec(pe)?,
+            Region::A64 => self.a64.as_slice().to_vec(pe)?,
+            Region::A32 => widen(self.a32.as_slice().to_vec(pe)?),
+            Region::Ai64 => widen(self.ai64.as_slice().to_vec(pe)?),
+            Region::Sig => self.sig.as_slice().to_vec(pe)?,
+            Region::Sig32 => widen(self.sig32.as_slice().to_vec(pe)?),
+        })
+    }
+
+    fn fence(&self) -> Outcome {
+        Ok(self.inst.fence()?)
+    }
+
+    fn quiet(&self) -> Outcome {
+        Ok(self.inst.quiet()?)
+    }
+
+    fn put(&self, how: PutHow, idx: usize, vals: &[u64], pe: u32) -> Outcome {
+        match how {
+            PutHow::Blocking => self.data.slice(idx..idx + vals.len()).put(vals, pe)?,
+            PutHow::P => self.data.as_slice().p(idx, vals[0], pe)?,
+            PutHow::Nbi => unreachable!("put_nbi runs in a scope"),
+            PutHow::Bytes => {
+                let at = self.data.offset() + idx * 8;
+                let bytes = bytemuck::cast_slice(vals);
+                shmem_capi::raw::putmem(self.inst.default_ctx(), at, bytes, pe)?
+            }
+        }
+        Ok(())
+    }
+
+    fn iput(
+        &self,
+        idx: usize,
+        dst_stride: usize,
+        src: &[u64],
+        src_stride: usize,
+        nelems: usize,
+        pe: u32,
+    ) -> Outcome {
+        let (dst_stride, src_stride) = (dst_stride as isize, src_stride as isize);
+        Ok(self
+            .data
+            .slice(idx..)
+            .iput(dst_stride, src, src_stride, nelems, pe)?)
+    }
+
+    fn get(
+        &self,
+        how: GetHow,
+        (region, idx): At,
+        len: usize,
+        pe: u32,
+    ) -> Result<Vec<u64>, Failure> {
+        let words = self.u64s(region);
+        Ok(match how {
+            GetHow::Blocking => words.slice(idx..idx + len).to_vec(pe)?,
+            GetHow::G => vec![words.as_slice().g(idx, pe)?],
+            GetHow::Nbi => unreachable!("get_nbi runs in a scope"),
+            GetHow::Bytes => {
+                let mut got = vec![0u64; len];
+                let at = words.offset() + idx * 8;
+                let bytes = bytemuck::cast_slice_mut(&mut got);
+                shmem_capi::raw::getmem(self.inst.default_ctx(), at, bytes, pe)?;
+                got
+            }
+        })
+    }
+
+    fn iget(&self, idx: usize, stride: usize, len: usize, pe: u32) -> Result<Vec<u64>, Failure> {
+        let mut got = vec![0u64; len];
+        self.data
+            .slice(idx..)
+            .iget(stride as isize, &mut got, 1, len, pe)?;
+        Ok(got)
+    }
+
+    fn amo(
+        &self,
+        (region, idx): At,
+        amo: Amo,
+        val: u64,
+        cond: u64,
+        pe: u32,
+    ) -> Result<Option<u64>, Failure> {
+        Ok(match region {
+            Region::A64 => amo_blocking(self.a64.elem(idx), amo, val, cond, pe)?,
+            Region::A32 => amo_blocking(self.a32.elem(idx), amo, val, cond, pe)?,
+            Region::Ai64 => amo_blocking(self.ai64.elem(idx), amo, val, cond, pe)?,
+            other => unreachable!("no atomics on {other:?}"),
+        })
+    }
+
+    fn put_signal(
+        &self,
+        (region, idx): At,
+        vals: &[u64],
+        sig: At,
+        value: u64,
+        op: SignalOp,
+        pe: u32,
+    ) -> Outcome {
+        let dst = self.u64s(region).slice(idx..idx + vals.len());
+        match sig.0 {
+            Region::Sig => dst.put_signal(vals, self.sig.elem(sig.1), value, op, pe)?,
+            _ => dst.put_signal(vals, self.sig32.elem(sig.1), value as u32, op, pe)?,
+        }
+        Ok(())
+    }
+
+    fn signal(&self, (region, idx): At, value: u64, op: SignalOp, pe: u32) -> Outcome {
+        match region {
+            Region::Sig => self.sig.elem(idx).signal_op(value, op, pe)?,
+            _ => self.sig32.elem(idx).signal_op(value as u32, op, pe)?,
+        }
+        Ok(())
+    }
+
+    fn signal_wait(&self, idx: usize, value: u64) -> Result<(u64, u64), Failure> {
+        let word = self.sig.elem(idx);
+        let seen = word.signal_wait_until(Cmp::Eq, value)?;
+        Ok((seen, word.signal_fetch()?))
+    }
+
+    fn nbi(
+        &self,
+        ops: &[Op],
+        blocking: &mut dyn FnMut(&Op) -> Outcome,
+    ) -> Result<(Vec<u64>, Vec<u64>), Failure> {
+        let (mut gets, mut f64s, mut f32s, mut fi64s) = (0, 0, 0, 0);
+        for op in ops {
+            match op {
+                Op::Get {
+                    expect,
+                    how: GetHow::Nbi,
+                    ..
+                } => gets += expect.len(),
+                Op::Amo { loc, nbi: true, .. } => match loc.region {
+                    Region::A64 => f64s += 1,
+                    Region::A32 => f32s += 1,
+                    _ => fi64s += 1,
+                },
+                _ => {}
+            }
+        }
+        let mut gbuf = vec![0u64; gets];
+        let mut b64 = vec![0u64; f64s];
+        let mut b32 = vec![0u32; f32s];
+        let mut bi64 = vec![0i64; fi64s];
+        {
+            let (mut g, mut s64, mut s32, mut si64) =
+                (&mut gbuf[..], &mut b64[..], &mut b32[..], &mut bi64[..]);
+            self.inst.nbi(|s| -> Outcome {
+                for op in ops {
+                    match op {
+                        Op::Put {
+                            pe,
+                            idx,
+                            vals,
+                            how: PutHow::Nbi,
+                        } => s.put_nbi(self.data.slice(*idx..*idx + vals.len()), vals, *pe)?,
+                        Op::Get {
+                            pe,
+                            idx,
+                            expect,
+                            how: GetHow::Nbi,
+                        } => {
+                            let len = expect.len();
+                            s.get_nbi(self.data.slice(*idx..*idx + len), take(&mut g, len), *pe)?;
+                        }
+                        Op::Amo {
+                            loc,
+                            amo,
+                            val,
+                            cond,
+                            nbi: true,
+                            ..
+                        } => {
+                            let (a, v, c, pe, i) = (*amo, *val, *cond, loc.pe, loc.idx);
+                            match loc.region {
+                                Region::A64 => {
+                                    let slot = &mut take(&mut s64, 1)[0];
+                                    amo_nbi(s, self.a64.elem(i), slot, a, v, c, pe)?
+                                }
+                                Region::A32 => {
+                                    let slot = &mut take(&mut s32, 1)[0];
+                                    amo_nbi(s, self.a32.elem(i), slot, a, v, c, pe)?
+                                }
+                                _ => {
+                                    let slot = &mut take(&mut si64, 1)[0];
+                                    amo_nbi(s, self.ai64.elem(i), slot, a, v, c, pe)?
+                                }
+                            }
+                        }
+                        Op::PutSignal {
+                            pe,
+                            idx,
+                            vals,
+                            sig,
+                            op,
+                            value,
+                            nbi: true,
+                        } => {
+                            let dst = self.data.slice(*idx..*idx + vals.len());
+                            let (v, op, pe) = (*value, *op, *pe);
+                            match sig.region {
+                                Region::Sig => {
+                                    s.put_signal_nbi(dst, vals, self.sig.elem(sig.idx), v, op, pe)?
+                                }
+                                _ => s.put_signal_nbi(
+                                    dst,
+                                    vals,
+                                    self.sig32.elem(sig.idx),
+                                    v as u32,
+                                    op,
+                                    pe,
+                                )?,
+                            }
+                        }
+                        other => blocking(other)?,
+                    }
+                }
+                Ok(())
+            })??;
+        }
+        // The fetched values in program order, from the three typed buffers.
+        let (mut k64, mut k32, mut ki64) = (0, 0, 0);
+        let mut fetched = Vec::with_capacity(f64s + f32s + fi64s);
+        for op in ops {
+            if let Op::Amo { loc, nbi: true, .. } = op {
+                fetched.push(match loc.region {
+                    Region::A64 => {
+                        k64 += 1;
+                        b64[k64 - 1]
+                    }
+                    Region::A32 => {
+                        k32 += 1;
+                        u64::from(b32[k32 - 1])
+                    }
+                    _ => {
+                        ki64 += 1;
+                        bi64[ki64 - 1] as u64
+                    }
+                });
+            }
+        }
+        Ok((gbuf, fetched))
+    }
+}
+
 fn widen<T: Word>(v: Vec<T>) -> Vec<u64> {
     v.into_iter().map(Word::to_u64).collect()
 }
 
 /// The atomic word types, as the model's `u64`s.
-trait Word: AmoStandard + AmoBitwise {
+pub(super) trait Word: AmoStandard + AmoBitwise {
     fn from_u64(v: u64) -> Self;
     fn to_u64(self) -> u64;
 }
@@ -1391,19 +1706,19 @@ fn take<'b, T>(rest: &mut &'b mut [T], len: usize) -> &'b mut [T] {
 }
 
 /// Runs one PE's program and checks what it reads.
-struct Exec<'a> {
+struct Exec<'a, W: Words> {
     seed: u64,
     epoch: usize,
     me: u32,
     n: usize,
-    heaps: &'a [Heap; 2],
+    heaps: &'a [W; 2],
     /// The model when the epoch began.
     prev: &'a Model,
     /// The model when the epoch ends.
     next: &'a Model,
 }
 
-impl Exec<'_> {
+impl<W: Words> Exec<'_, W> {
     fn fail(&self, what: impl Display) -> Failure {
         Failure(format!(
             "model mismatch with seed {seed} in epoch {epoch}, seen by PE {me} of {n}: {what}\n\
@@ -1480,18 +1795,9 @@ impl Exec<'_> {
         let h = &self.heaps[usize::from(inst)];
         let locs = |pe, idx, len, stride| PeGen::data_locs(inst, pe, idx, len, stride);
         match op {
-            Op::Fence => h.inst.fence()?,
-            Op::Quiet => h.inst.quiet()?,
-            Op::Put { pe, idx, vals, how } => match how {
-                PutHow::Blocking => h.data.slice(*idx..*idx + vals.len()).put(vals, *pe)?,
-                PutHow::P => h.data.as_slice().p(*idx, vals[0], *pe)?,
-                PutHow::Nbi => unreachable!("put_nbi runs in a scope"),
-                PutHow::Bytes => {
-                    let at = h.data.offset() + idx * 8;
-                    let bytes = bytemuck::cast_slice(vals);
-                    shmem_capi::raw::putmem(h.inst.default_ctx(), at, bytes, *pe)?
-                }
-            },
+            Op::Fence => h.fence()?,
+            Op::Quiet => h.quiet()?,
+            Op::Put { pe, idx, vals, how } => h.put(*how, *idx, vals, *pe)?,
             Op::Iput {
                 pe,
                 idx,
@@ -1499,31 +1805,14 @@ impl Exec<'_> {
                 src_stride,
                 src,
                 nelems,
-            } => h.data.slice(*idx..).iput(
-                *dst_stride as isize,
-                src,
-                *src_stride as isize,
-                *nelems,
-                *pe,
-            )?,
+            } => h.iput(*idx, *dst_stride, src, *src_stride, *nelems, *pe)?,
             Op::Get {
                 pe,
                 idx,
                 expect,
                 how,
             } => {
-                let got = match how {
-                    GetHow::Blocking => h.data.slice(*idx..*idx + expect.len()).to_vec(*pe)?,
-                    GetHow::G => vec![h.data.as_slice().g(*idx, *pe)?],
-                    GetHow::Nbi => unreachable!("get_nbi runs in a scope"),
-                    GetHow::Bytes => {
-                        let mut got = vec![0u64; expect.len()];
-                        let at = h.data.offset() + idx * 8;
-                        let bytes = bytemuck::cast_slice_mut(&mut got);
-                        shmem_capi::raw::getmem(h.inst.default_ctx(), at, bytes, *pe)?;
-                        got
-                    }
-                };
+                let got = h.get(*how, (Region::Data, *idx), expect.len(), *pe)?;
                 self.check_read(op.name(), &locs(*pe, *idx, got.len(), 1), &got, expect)?;
             }
             Op::Iget {
@@ -1532,10 +1821,7 @@ impl Exec<'_> {
                 stride,
                 expect,
             } => {
-                let mut got = vec![0u64; expect.len()];
-                h.data
-                    .slice(*idx..)
-                    .iget(*stride as isize, &mut got, 1, expect.len(), *pe)?;
+                let got = h.iget(*idx, *stride, expect.len(), *pe)?;
                 self.check_read("iget", &locs(*pe, *idx, got.len(), *stride), &got, expect)?;
             }
             Op::Amo {
@@ -1547,14 +1833,7 @@ impl Exec<'_> {
                 nbi,
             } => {
                 debug_assert!(!nbi);
-                let (a, v, c, pe) = (*amo, *val, *cond, loc.pe);
-                let got = match loc.region {
-                    Region::A64 => amo_blocking(h.a64.elem(loc.idx), a, v, c, pe)?,
-                    Region::A32 => amo_blocking(h.a32.elem(loc.idx), a, v, c, pe)?,
-                    Region::Ai64 => amo_blocking(h.ai64.elem(loc.idx), a, v, c, pe)?,
-                    other => unreachable!("no atomics on {other:?}"),
-                };
-                if let Some(got) = got {
+                if let Some(got) = h.amo((loc.region, loc.idx), *amo, *val, *cond, loc.pe)? {
                     self.check_fetch(*loc, op.name(), *expect, got, tickets)?;
                 }
             }
@@ -1568,24 +1847,18 @@ impl Exec<'_> {
                 nbi,
             } => {
                 debug_assert!(!nbi);
-                let dst = h.data.slice(*idx..*idx + vals.len());
-                match sig.region {
-                    Region::Sig => dst.put_signal(vals, h.sig.elem(sig.idx), *value, *op, *pe)?,
-                    _ => dst.put_signal(vals, h.sig32.elem(sig.idx), *value as u32, *op, *pe)?,
-                }
+                let dst = (Region::Data, *idx);
+                h.put_signal(dst, vals, (sig.region, sig.idx), *value, *op, *pe)?
             }
-            Op::Signal { sig, op, value } => match sig.region {
-                Region::Sig => h.sig.elem(sig.idx).signal_op(*value, *op, sig.pe)?,
-                _ => h
-                    .sig32
-                    .elem(sig.idx)
-                    .signal_op(*value as u32, *op, sig.pe)?,
-            },
+            Op::Signal { sig, op, value } => {
+                h.signal((sig.region, sig.idx), *value, *op, sig.pe)?
+            }
             Op::RingSignal { pe, vals, value } => {
-                let d = ring_data(self.n);
-                h.sig.slice(d..d + RING_DATA).put_signal(
+                let (d, w) = (ring_data(self.n), ring_word(self.n));
+                h.put_signal(
+                    (Region::Sig, d),
                     vals,
-                    h.sig.elem(ring_word(self.n)),
+                    (Region::Sig, w),
                     *value,
                     SignalOp::Set,
                     *pe,
@@ -1596,10 +1869,8 @@ impl Exec<'_> {
                 value,
                 expect,
             } => {
-                let word = h.sig.elem(ring_word(self.n));
                 let ring = Loc::new(inst, Region::Sig, self.me, ring_word(self.n));
-                let seen = word.signal_wait_until(Cmp::Eq, *value)?;
-                let fetched = word.signal_fetch()?;
+                let (seen, fetched) = h.signal_wait(ring_word(self.n), *value)?;
                 if seen != *value || fetched != *value {
                     return Err(self.fail(format_args!(
                         "signal_wait_until(Eq, {value}) on {} returned {seen}, and signal_fetch then read {fetched}",
@@ -1607,7 +1878,7 @@ impl Exec<'_> {
                     )));
                 }
                 let d = ring_data(self.n);
-                let got = h.sig.slice(d..d + RING_DATA).to_vec(self.me)?;
+                let got = h.get(GetHow::Blocking, (Region::Sig, d), RING_DATA, self.me)?;
                 let locs: Vec<Loc> = (0..RING_DATA)
                     .map(|k| Loc::new(inst, Region::Sig, self.me, d + k))
                     .collect();
@@ -1634,123 +1905,9 @@ impl Exec<'_> {
             return Ok(());
         }
         let h = &self.heaps[usize::from(b.inst)];
-        let (mut gets, mut f64s, mut f32s, mut fi64s) = (0, 0, 0, 0);
-        for op in &b.ops {
-            match op {
-                Op::Get {
-                    expect,
-                    how: GetHow::Nbi,
-                    ..
-                } => gets += expect.len(),
-                Op::Amo { loc, nbi: true, .. } => match loc.region {
-                    Region::A64 => f64s += 1,
-                    Region::A32 => f32s += 1,
-                    _ => fi64s += 1,
-                },
-                _ => {}
-            }
-        }
-        let mut gbuf = vec![0u64; gets];
-        let mut b64 = vec![0u64; f64s];
-        let mut b32 = vec![0u32; f32s];
-        let mut bi64 = vec![0i64; fi64s];
-        {
-            let (mut g, mut s64, mut s32, mut si64) =
-                (&mut gbuf[..], &mut b64[..], &mut b32[..], &mut bi64[..]);
-            h.inst.nbi(|s| -> Outcome {
-                for op in &b.ops {
-                    match op {
-                        Op::Put {
-                            pe,
-                            idx,
-                            vals,
-                            how: PutHow::Nbi,
-                        } => s.put_nbi(h.data.slice(*idx..*idx + vals.len()), vals, *pe)?,
-                        Op::Get {
-                            pe,
-                            idx,
-                            expect,
-                            how: GetHow::Nbi,
-                        } => {
-                            let len = expect.len();
-                            s.get_nbi(h.data.slice(*idx..*idx + len), take(&mut g, len), *pe)?;
-                        }
-                        Op::Amo {
-                            loc,
-                            amo,
-                            val,
-                            cond,
-                            nbi: true,
-                            ..
-                        } => {
-                            let (a, v, c, pe, i) = (*amo, *val, *cond, loc.pe, loc.idx);
-                            match loc.region {
-                                Region::A64 => amo_nbi(
-                                    s,
-                                    h.a64.elem(i),
-                                    &mut take(&mut s64, 1)[0],
-                                    a,
-                                    v,
-                                    c,
-                                    pe,
-                                )?,
-                                Region::A32 => amo_nbi(
-                                    s,
-                                    h.a32.elem(i),
-                                    &mut take(&mut s32, 1)[0],
-                                    a,
-                                    v,
-                                    c,
-                                    pe,
-                                )?,
-                                _ => amo_nbi(
-                                    s,
-                                    h.ai64.elem(i),
-                                    &mut take(&mut si64, 1)[0],
-                                    a,
-                                    v,
-                                    c,
-                                    pe,
-                                )?,
-                            }
-                        }
-                        Op::PutSignal {
-                            pe,
-                            idx,
-                            vals,
-                            sig,
-                            op,
-                            value,
-                            nbi: true,
-                        } => {
-                            let dst = h.data.slice(*idx..*idx + vals.len());
-                            match sig.region {
-                                Region::Sig => s.put_signal_nbi(
-                                    dst,
-                                    vals,
-                                    h.sig.elem(sig.idx),
-                                    *value,
-                                    *op,
-                                    *pe,
-                                )?,
-                                _ => s.put_signal_nbi(
-                                    dst,
-                                    vals,
-                                    h.sig32.elem(sig.idx),
-                                    *value as u32,
-                                    *op,
-                                    *pe,
-                                )?,
-                            }
-                        }
-                        other => self.blocking(b.inst, other, tickets)?,
-                    }
-                }
-                Ok(())
-            })??;
-        }
+        let (gets, fetched) = h.nbi(&b.ops, &mut |op| self.blocking(b.inst, op, tickets))?;
         // The scope has quieted: check what the non-blocking reads brought back.
-        let (mut g, mut k64, mut k32, mut ki64) = (0, 0, 0, 0);
+        let (mut g, mut f) = (0, 0);
         for op in &b.ops {
             match op {
                 Op::Get {
@@ -1759,7 +1916,7 @@ impl Exec<'_> {
                     expect,
                     how: GetHow::Nbi,
                 } => {
-                    let got = &gbuf[g..g + expect.len()];
+                    let got = &gets[g..g + expect.len()];
                     g += expect.len();
                     let locs = PeGen::data_locs(b.inst, *pe, *idx, got.len(), 1);
                     self.check_read("get_nbi", &locs, got, expect)?;
@@ -1770,21 +1927,8 @@ impl Exec<'_> {
                     nbi: true,
                     ..
                 } => {
-                    let got = match loc.region {
-                        Region::A64 => {
-                            k64 += 1;
-                            b64[k64 - 1]
-                        }
-                        Region::A32 => {
-                            k32 += 1;
-                            u64::from(b32[k32 - 1])
-                        }
-                        _ => {
-                            ki64 += 1;
-                            bi64[ki64 - 1] as u64
-                        }
-                    };
-                    self.check_fetch(*loc, op.name(), *expect, got, tickets)?;
+                    f += 1;
+                    self.check_fetch(*loc, op.name(), *expect, fetched[f - 1], tickets)?;
                 }
                 _ => {}
             }
@@ -1819,13 +1963,13 @@ impl Exec<'_> {
 
     /// After the epoch's barriers: the values every ticket operation of every PE returned form,
     /// per word, one chain from the epoch's start value, one addend per step.
-    fn check_tickets(&self, programs: &[Program], log: &SymBuf<u64>) -> Outcome {
+    fn check_tickets(&self, programs: &[Program], log: &dyn Log) -> Outcome {
         let mut by_word: BTreeMap<Loc, Vec<(u64, u64, u32)>> = BTreeMap::new();
         for (pe, p) in programs.iter().enumerate() {
             if p.tickets.is_empty() {
                 continue;
             }
-            let got = log.slice(..p.tickets.len()).to_vec(pe as u32)?;
+            let got = log.read(pe as u32, p.tickets.len())?;
             for (&(loc, addend), v) in p.tickets.iter().zip(got) {
                 by_word.entry(loc).or_default().push((v, addend, pe as u32));
             }
@@ -1855,27 +1999,32 @@ impl Exec<'_> {
     }
 }
 
-/// The run's seed: [`SEED_VAR`] if set (`random` draws one), else [`DEFAULT_SEED`]; PE 0's
-/// choice, broadcast through instance 0 so every PE uses the same.
+/// The run's seed as PE 0 chooses it: [`SEED_VAR`] if set (`random` draws one), else
+/// [`DEFAULT_SEED`]. Every PE takes PE 0's (`choose_seed`).
+pub(super) fn seed_from_env() -> Result<u64, Failure> {
+    Ok(match std::env::var(SEED_VAR) {
+        Err(_) => DEFAULT_SEED,
+        Ok(v) if v.trim() == "random" => rand::random(),
+        Ok(v) => {
+            let v = v.trim();
+            let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                Some(hex) => u64::from_str_radix(hex, 16),
+                None => v.parse(),
+            };
+            parsed.map_err(|e| {
+                Failure(format!(
+                    "{SEED_VAR}={v:?} is not a seed (a u64 in decimal or 0x-hex, or `random`): {e}"
+                ))
+            })?
+        }
+    })
+}
+
+/// PE 0's seed ([`seed_from_env`]), broadcast.
 fn choose_seed(world: &Instance) -> Result<u64, Failure> {
     let slot = world.calloc::<u64>(1)?;
     if world.my_pe() == 0 {
-        let seed = match std::env::var(SEED_VAR) {
-            Err(_) => DEFAULT_SEED,
-            Ok(v) if v.trim() == "random" => rand::random(),
-            Ok(v) => {
-                let v = v.trim();
-                let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-                    Some(hex) => u64::from_str_radix(hex, 16),
-                    None => v.parse(),
-                };
-                parsed.map_err(|e| {
-                    Failure(format!(
-                        "{SEED_VAR}={v:?} is not a seed (a u64 in decimal or 0x-hex, or `random`): {e}"
-                    ))
-                })?
-            }
-        };
+        let seed = seed_from_env()?;
         for pe in 0..world.n_pes() {
             slot.as_slice().p(0, seed, pe)?;
         }
@@ -1887,105 +2036,171 @@ fn choose_seed(world: &Instance) -> Result<u64, Failure> {
     Ok(seed)
 }
 
-fn random_epochs(ctx: &Ctx) -> Outcome {
-    let world = ctx.world()?;
-    let members: Vec<u32> = (0..ctx.n_pes).collect();
-    let one = Instance::init(&attrs_for(ctx, 1, &members).expect("every PE is a member"))?;
-    let two = Instance::init(&attrs_for(ctx, 2, &members).expect("every PE is a member"))?;
-    let mut colls = Collectives::new(two)?;
-    let (me, n) = (ctx.pe, ctx.n_pes as usize);
-    check!(n >= 2, "the model case needs at least two PEs");
-    let seed = choose_seed(&world)?;
-    eprintln!(
-        "model: PE {me} of {n}: seed {seed} (replay: {SEED_VAR}={seed} cargo test -p shmem-conformance --test sim -- model::)"
-    );
+/// Where each PE leaves the values its ticket operations returned, for every PE to check.
+pub(super) trait Log {
+    /// Writes this PE's values.
+    fn write(&self, tickets: &[u64]) -> Outcome;
+    /// PE `pe`'s first `len` values.
+    fn read(&self, pe: u32, len: usize) -> Result<Vec<u64>, Failure>;
+}
 
-    let budget = match std::env::var(OPS_VAR) {
-        Ok(v) => v
-            .trim()
-            .parse::<usize>()
-            .map_err(|_| Failure(format!("{OPS_VAR}={v:?} is not a number of operations")))?,
-        Err(_) => ctx.iters(FAST_OPS, FULL_OPS),
-    };
-    let epochs = (budget / 2_500).clamp(ctx.iters(40, 100), 4_000);
-    // About an eighth of each PE's calls are the collective phase's (an operation there makes
-    // 2.5 calls on average, with its barriers): more than a tenth of the total.
-    let per_pe = budget.div_ceil(epochs * n);
-    let calls = per_pe * 7 / 8;
-    let coll_ops = (per_pe / 20).max(1);
-    let log_len = calls + 64;
-    let heaps = [Heap::new(world.clone(), n)?, Heap::new(one.clone(), n)?];
-    let log = world.calloc::<u64>(log_len)?;
-    for r in REGIONS {
-        check!(
-            heaps[0].offset(r, 0) == heaps[1].offset(r, 0),
-            "the {} region sits at different offsets on the two instances",
-            r.name()
-        );
+impl Log for SymBuf<u64> {
+    fn write(&self, tickets: &[u64]) -> Outcome {
+        let me = self.instance().my_pe();
+        Ok(self.slice(..tickets.len()).put(tickets, me)?)
     }
 
+    fn read(&self, pe: u32, len: usize) -> Result<Vec<u64>, Failure> {
+        Ok(self.slice(..len).to_vec(pe)?)
+    }
+}
+
+/// What the epochs run on: two instances' regions, the barrier that separates the phases, the
+/// ticket log and the collective phase.
+pub(super) trait Target {
+    /// The regions' words and the calls that reach them.
+    type Words: Words;
+    /// The regions of instance 0 and instance 1.
+    fn heaps(&self) -> &[Self::Words; 2];
+    /// `barrier_all` on both instances.
+    fn barrier(&self) -> Outcome;
+    /// The ticket log.
+    fn log(&self) -> &dyn Log;
+    /// The collective phase of `epoch` with about `ops` operations: the calls it made.
+    fn collectives(&mut self, seed: u64, epoch: usize, ops: usize) -> Result<usize, Failure>;
+}
+
+/// The size of a run.
+pub(super) struct RunSize {
+    pub(super) epochs: usize,
+    /// Calls per PE and epoch of the RMA, atomic and signal phase.
+    pub(super) calls: usize,
+    /// Operations per PE and epoch of the collective phase.
+    pub(super) coll_ops: usize,
+}
+
+impl RunSize {
+    /// The size for `n` PEs: [`OPS_VAR`] operations, or the tier's number; an eighth of them
+    /// in the collective phase if the run has one.
+    pub(super) fn new(ctx: &Ctx, n: usize, collectives: bool) -> Result<RunSize, Failure> {
+        let budget = match std::env::var(OPS_VAR) {
+            Ok(v) => v
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| Failure(format!("{OPS_VAR}={v:?} is not a number of operations")))?,
+            Err(_) => ctx.iters(FAST_OPS, FULL_OPS),
+        };
+        let epochs = (budget / 2_500).clamp(ctx.iters(40, 100), 4_000);
+        // About an eighth of each PE's calls are the collective phase's (an operation there
+        // makes 2.5 calls on average, with its barriers): more than a tenth of the total.
+        let per_pe = budget.div_ceil(epochs * n);
+        Ok(RunSize {
+            epochs,
+            calls: if collectives { per_pe * 7 / 8 } else { per_pe },
+            coll_ops: if collectives { (per_pe / 20).max(1) } else { 0 },
+        })
+    }
+
+    /// The length of the ticket log: more than a PE's calls in an epoch.
+    pub(super) fn log_len(&self) -> usize {
+        self.calls + 64
+    }
+}
+
+/// What a run did.
+pub(super) struct Summary {
+    /// RMA, atomic and signal calls of every PE.
+    pub(super) total: usize,
+    /// Fences among them.
+    pub(super) fences: usize,
+    /// This PE's calls in the collective phase.
+    pub(super) coll_calls: usize,
+    /// Calls by kind.
+    pub(super) kinds: BTreeMap<&'static str, usize>,
+    /// Resident memory (KiB) and open descriptors at ten points.
+    pub(super) samples: Vec<(u64, usize)>,
+    pub(super) elapsed: std::time::Duration,
+}
+
+/// Runs `plan`'s epochs with `seed` on `target` as PE `me` of `n`, checks every epoch against
+/// the model, and checks that resident memory and descriptors settle.
+pub(super) fn run_epochs<T: Target>(
+    target: &mut T,
+    plan: &RunSize,
+    seed: u64,
+    me: u32,
+    n: usize,
+) -> Result<Summary, Failure> {
     let started = std::time::Instant::now();
     let mut model = Model::new(n);
-    let (mut total, mut fences) = (0usize, 0usize);
-    let mut kinds: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let (mut coll_calls, mut samples) = (0usize, Vec::new());
-    for epoch in 0..epochs {
+    let mut sum = Summary {
+        total: 0,
+        fences: 0,
+        coll_calls: 0,
+        kinds: BTreeMap::new(),
+        samples: Vec::new(),
+        elapsed: Default::default(),
+    };
+    for epoch in 0..plan.epochs {
         let prev = model.clone();
-        let programs = schedule(seed, epoch, n, calls, &mut model);
+        let programs = schedule(seed, epoch, n, plan.calls, &mut model);
         for op in programs.iter().flat_map(Program::ops) {
-            total += op.calls();
-            fences += usize::from(matches!(op, Op::Fence));
-            *kinds.entry(op.name()).or_default() += 1;
+            sum.total += op.calls();
+            sum.fences += usize::from(matches!(op, Op::Fence));
+            *sum.kinds.entry(op.name()).or_default() += 1;
         }
         let mine = &programs[me as usize];
         check!(
-            mine.tickets.len() <= log_len,
-            "{} ticket operations overflow the log of {log_len}",
-            mine.tickets.len()
+            mine.tickets.len() <= plan.log_len(),
+            "{} ticket operations overflow the log of {}",
+            mine.tickets.len(),
+            plan.log_len()
         );
+        let mut tickets = vec![0u64; mine.tickets.len()];
+        {
+            let exec = Exec {
+                seed,
+                epoch,
+                me,
+                n,
+                heaps: target.heaps(),
+                prev: &prev,
+                next: &model,
+            };
+            for b in &mine.blocks {
+                exec.block(b, &mut tickets)?;
+            }
+        }
+        sum.coll_calls += target.collectives(seed, epoch, plan.coll_ops)?;
+        if (epoch + 1) % plan.epochs.div_ceil(10) == 0 {
+            sum.samples.push((rss_kib(), open_fds()));
+        }
+        if !tickets.is_empty() {
+            target.log().write(&tickets)?;
+        }
+        target.barrier()?;
         let exec = Exec {
             seed,
             epoch,
             me,
             n,
-            heaps: &heaps,
+            heaps: target.heaps(),
             prev: &prev,
             next: &model,
         };
-        let mut tickets = vec![0u64; mine.tickets.len()];
-        for b in &mine.blocks {
-            exec.block(b, &mut tickets)?;
-        }
-        coll_calls += colls.epoch(seed, epoch, coll_ops)?;
-        if (epoch + 1) % epochs.div_ceil(10) == 0 {
-            samples.push((rss_kib(), open_fds()));
-        }
-        if !tickets.is_empty() {
-            log.slice(..tickets.len()).put(&tickets, me)?;
-        }
-        world.barrier_all()?;
-        one.barrier_all()?;
         exec.check_state()?;
-        exec.check_tickets(&programs, &log)?;
+        exec.check_tickets(&programs, target.log())?;
         // Nobody writes the next epoch's words before everyone has checked this one's.
-        world.barrier_all()?;
-        one.barrier_all()?;
+        target.barrier()?;
     }
-    check!(total >= 10_000, "the schedule made only {total} operations");
-    // Every PE made the same number of collective calls but for the team splits' members.
-    let all = total + coll_calls * n;
     check!(
-        coll_calls * n * 10 >= all,
-        "the collective phase made {} of {all} calls, below a tenth",
-        coll_calls * n
-    );
-    check!(
-        colls.splits * n * 100 >= all,
-        "{} team splits of {all} calls, below one in a hundred",
-        colls.splits * n
+        sum.total >= 10_000,
+        "the schedule made only {} operations",
+        sum.total
     );
     // Resident memory and descriptors settle after the first sample: later ones stay within
     // 1 MiB, and the descriptor count does not change.
+    let samples = &sum.samples;
     if let Some(later) = samples.get(1..).filter(|l| l.len() >= 2) {
         let (lo, hi) = later
             .iter()
@@ -1999,14 +2214,97 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
             "the open descriptors changed: {samples:?}"
         );
     }
+    sum.elapsed = started.elapsed();
+    Ok(sum)
+}
+
+/// The Rust API's side: instances 0 and 1 for the epochs, instance 2 for the collective phase.
+struct RustTarget {
+    world: Instance,
+    one: Instance,
+    heaps: [Heap; 2],
+    log: SymBuf<u64>,
+    colls: Collectives,
+}
+
+impl Target for RustTarget {
+    type Words = Heap;
+
+    fn heaps(&self) -> &[Heap; 2] {
+        &self.heaps
+    }
+
+    fn barrier(&self) -> Outcome {
+        self.world.barrier_all()?;
+        Ok(self.one.barrier_all()?)
+    }
+
+    fn log(&self) -> &dyn Log {
+        &self.log
+    }
+
+    fn collectives(&mut self, seed: u64, epoch: usize, ops: usize) -> Result<usize, Failure> {
+        self.colls.epoch(seed, epoch, ops)
+    }
+}
+
+fn random_epochs(ctx: &Ctx) -> Outcome {
+    let world = ctx.world()?;
+    let members: Vec<u32> = (0..ctx.n_pes).collect();
+    let one = Instance::init(&attrs_for(ctx, 1, &members).expect("every PE is a member"))?;
+    let two = Instance::init(&attrs_for(ctx, 2, &members).expect("every PE is a member"))?;
+    let colls = Collectives::new(two)?;
+    let (me, n) = (ctx.pe, ctx.n_pes as usize);
+    check!(n >= 2, "the model case needs at least two PEs");
+    let seed = choose_seed(&world)?;
+    eprintln!(
+        "model: PE {me} of {n}: seed {seed} (replay: {SEED_VAR}={seed} cargo test -p shmem-conformance --test sim -- model::)"
+    );
+    let plan = RunSize::new(ctx, n, true)?;
+    let heaps = [Heap::new(world.clone(), n)?, Heap::new(one.clone(), n)?];
+    for r in REGIONS {
+        check!(
+            heaps[0].offset(r, 0) == heaps[1].offset(r, 0),
+            "the {} region sits at different offsets on the two instances",
+            r.name()
+        );
+    }
+    let log = world.calloc::<u64>(plan.log_len())?;
+    let mut target = RustTarget {
+        world: world.clone(),
+        one: one.clone(),
+        heaps,
+        log,
+        colls,
+    };
+    let sum = run_epochs(&mut target, &plan, seed, me, n)?;
+    let RustTarget {
+        heaps, log, colls, ..
+    } = target;
+    // Every PE made the same number of collective calls but for the team splits' members.
+    let all = sum.total + sum.coll_calls * n;
+    check!(
+        sum.coll_calls * n * 10 >= all,
+        "the collective phase made {} of {all} calls, below a tenth",
+        sum.coll_calls * n
+    );
+    check!(
+        colls.splits * n * 100 >= all,
+        "{} team splits of {all} calls, below one in a hundred",
+        colls.splits * n
+    );
     if me == 0 {
-        let mix: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let mix: Vec<String> = sum.kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
         eprintln!(
-            "model: seed {seed}: {epochs} epochs, {all} operations on {n} PEs and 3 instances ({total} RMA, atomic and signal calls, {fences} fences; {} collective-phase calls, {} team splits) in {:.2?}: {}; PE 0's resident memory (KiB) and descriptors at 10 points: {samples:?}",
-            coll_calls * n,
+            "model: seed {seed}: {} epochs, {all} operations on {n} PEs and 3 instances ({} RMA, atomic and signal calls, {} fences; {} collective-phase calls, {} team splits) in {:.2?}: {}; PE 0's resident memory (KiB) and descriptors at 10 points: {:?}",
+            plan.epochs,
+            sum.total,
+            sum.fences,
+            sum.coll_calls * n,
             colls.splits,
-            started.elapsed(),
-            mix.join(", ")
+            sum.elapsed,
+            mix.join(", "),
+            sum.samples
         );
     }
 

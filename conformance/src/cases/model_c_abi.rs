@@ -1,0 +1,885 @@
+//! `model::random_epochs_through_the_c_abi` — the model's schedule (`model.rs`) issued through
+//! the exported symbols of `libshmem.so`, the OpenSHMEM C ABI, and checked against the same
+//! sequential model.
+//!
+//! Each PE loads the library the runner built (`dlopen`, [`C_LIBRARY_VAR`]), starts it with
+//! `shmem_init` and makes every call of the run through the C symbols: the typed, sized and byte
+//! RMA (`shmem_uint64_put`, `shmem_uint64_p`, `shmem_putmem`, `shmem_uint64_iput`, their gets
+//! and `_nbi` forms), the atomics of `uint64`, `uint32` and `int64` (blocking and `_nbi`),
+//! `shmem_putmem_signal(_nbi)`, `shmem_signal_set`/`add`, `shmem_signal_wait_until`,
+//! `shmem_signal_fetch`, `shmem_fence`, `shmem_quiet`, `shmem_barrier_all`, `shmem_calloc`
+//! and `shmem_free`. The library has its own copy of the core, so nothing of the Rust API is
+//! involved.
+//!
+//! What differs from the Rust run, and why:
+//! - The C ABI has one instance (`shmem_init`'s), so the schedule's instances 0 and 1 are two
+//!   sets of the six regions on it, at different offsets; the model keeps them apart as
+//!   before, so interference between the sets shows as a mismatch.
+//! - OpenSHMEM's signals are 64-bit. The schedule's 32-bit signal words take
+//!   `shmem_putmem` + `shmem_fence` + `shmem_uint32_atomic_set`/`add`, which orders the data
+//!   before the signal as `put_signal` does.
+//! - There is no collective phase: the C ABI's collectives have their own conformance programs
+//!   (`core/capi/lib/tests`), and this run is about the point-to-point entry points under load.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::mem::ManuallyDrop;
+use std::rc::Rc;
+
+use libloading::Library;
+use shmem::SignalOp;
+
+use super::model::{
+    Amo, At, GetHow, Log, Op, PutHow, Region, RunSize, Target, Word, Words, run_epochs,
+    seed_from_env,
+};
+use crate::{Case, Ctx, Failure, Outcome, check};
+
+/// The variable through which the runner gives the PEs the path of `libshmem.so`.
+pub const C_LIBRARY_VAR: &str = "SHMEM_CONFORMANCE_C_LIBRARY";
+
+/// `SHMEM_CMP_EQ`.
+const CMP_EQ: c_int = 0;
+/// `SHMEM_SIGNAL_SET`.
+const SIGNAL_SET: c_int = 0;
+/// `SHMEM_SIGNAL_ADD`.
+const SIGNAL_ADD: c_int = 1;
+
+/// The loaded library and the routines resolved so far (by name, at their first use).
+struct Abi {
+    /// Never unloaded: the library registers exit handlers that must stay mapped.
+    lib: ManuallyDrop<Library>,
+    resolved: RefCell<HashMap<String, *const c_void>>,
+}
+
+impl Abi {
+    fn load() -> Result<Abi, Failure> {
+        let path = std::env::var(C_LIBRARY_VAR).map_err(|_| {
+            Failure(format!(
+                "{C_LIBRARY_VAR} is not set: the runner builds libshmem.so for this case"
+            ))
+        })?;
+        // SAFETY: loading runs the library's initialisers, which only set up its statics.
+        let lib = unsafe { Library::new(&path) }
+            .map_err(|e| Failure(format!("cannot load {path}: {e}")))?;
+        Ok(Abi {
+            lib: ManuallyDrop::new(lib),
+            resolved: RefCell::new(HashMap::new()),
+        })
+    }
+
+    /// The routine `name` as a function pointer of type `F`.
+    ///
+    /// # Safety
+    ///
+    /// `F` is the C prototype of `name` (`shmem.h`) as an `unsafe extern "C" fn`.
+    unsafe fn f<F: Copy>(&self, name: &str) -> Result<F, Failure> {
+        assert_eq!(
+            std::mem::size_of::<F>(),
+            std::mem::size_of::<*const c_void>()
+        );
+        let mut resolved = self.resolved.borrow_mut();
+        let p = match resolved.get(name) {
+            Some(&p) => p,
+            None => {
+                // SAFETY: the symbol is read as an address only.
+                let sym = unsafe { self.lib.get::<*const c_void>(name.as_bytes()) }
+                    .map_err(|e| Failure(format!("libshmem.so does not export {name}: {e}")))?;
+                let p = *sym;
+                check!(!p.is_null(), "libshmem.so exports {name} as a null address");
+                resolved.insert(name.to_string(), p);
+                p
+            }
+        };
+        // SAFETY: a non-null address of the routine, of type `F` per the contract.
+        Ok(unsafe { std::mem::transmute_copy::<*const c_void, F>(&p) })
+    }
+}
+
+/// Calls routine `$name` of `$abi` with prototype `fn($($t),*) $(-> $r)?` on `$args`.
+macro_rules! c {
+    ($abi:expr, $name:expr, fn($($t:ty),*) $(-> $r:ty)?, $($arg:expr),*) => {{
+        // SAFETY: the prototype is the routine's in `shmem.h`; the pointers passed are
+        // symmetric addresses from `shmem_calloc` or live local buffers of the lengths given.
+        unsafe {
+            let f = $abi.f::<unsafe extern "C" fn($($t),*) $(-> $r)?>($name)?;
+            f($($arg),*)
+        }
+    }};
+}
+
+/// An OpenSHMEM atomic type, with its name in the C routines.
+trait CWord: Word + Default + Copy {
+    const NAME: &'static str;
+}
+
+impl CWord for u64 {
+    const NAME: &'static str = "uint64";
+}
+
+impl CWord for u32 {
+    const NAME: &'static str = "uint32";
+}
+
+impl CWord for i64 {
+    const NAME: &'static str = "int64";
+}
+
+/// The C routine's name for the schedule's atomic `name` (`atomic_fetch_add`, …) on `T`.
+fn amo_routine<T: CWord>(name: &str) -> String {
+    format!("shmem_{}_{name}", T::NAME)
+}
+
+/// One set of the six regions on the C ABI's instance.
+struct CWords {
+    abi: Rc<Abi>,
+    heap_base: usize,
+    /// The number of PEs (the signal regions' lengths depend on it).
+    n: usize,
+    /// The regions' addresses, in the order of [`Region`]'s `REGIONS`.
+    at: [*mut c_void; 6],
+}
+
+fn index(region: Region) -> usize {
+    match region {
+        Region::Data => 0,
+        Region::A64 => 1,
+        Region::A32 => 2,
+        Region::Ai64 => 3,
+        Region::Sig => 4,
+        Region::Sig32 => 5,
+    }
+}
+
+/// The width of a region's words in bytes.
+fn width(region: Region) -> usize {
+    match region {
+        Region::A32 | Region::Sig32 => 4,
+        _ => 8,
+    }
+}
+
+impl CWords {
+    fn new(abi: &Rc<Abi>, heap_base: usize, n: usize) -> Result<CWords, Failure> {
+        let mut at = [std::ptr::null_mut(); 6];
+        for r in [
+            Region::Data,
+            Region::A64,
+            Region::A32,
+            Region::Ai64,
+            Region::Sig,
+            Region::Sig32,
+        ] {
+            let p = c!(
+                abi,
+                "shmem_calloc",
+                fn(usize, usize) -> *mut c_void,
+                r.len(n),
+                width(r)
+            );
+            check!(
+                !p.is_null(),
+                "shmem_calloc({}, {}) returned NULL",
+                r.len(n),
+                width(r)
+            );
+            at[index(r)] = p;
+        }
+        Ok(CWords {
+            abi: abi.clone(),
+            heap_base,
+            n,
+            at,
+        })
+    }
+
+    /// The address of word `idx` of `region`.
+    fn addr(&self, (region, idx): At) -> *mut c_void {
+        self.at[index(region)].wrapping_byte_add(idx * width(region))
+    }
+
+    fn free(&self) -> Outcome {
+        for p in self.at {
+            c!(self.abi, "shmem_free", fn(*mut c_void), p);
+        }
+        Ok(())
+    }
+
+    /// A blocking atomic on `T` words.
+    fn amo_typed<T: CWord>(
+        &self,
+        at: At,
+        amo: &str,
+        val: u64,
+        cond: u64,
+        pe: u32,
+    ) -> Result<Option<u64>, Failure> {
+        let (a, name) = (self.addr(at).cast::<T>(), amo_routine::<T>(amo));
+        let (v, c, pe) = (T::from_u64(val), T::from_u64(cond), pe as c_int);
+        let fetched: T = match amo {
+            "atomic_add" | "atomic_or" | "atomic_and" | "atomic_xor" | "atomic_set" => {
+                c!(self.abi, &name, fn(*mut T, T, c_int), a, v, pe);
+                return Ok(None);
+            }
+            "atomic_inc" => {
+                c!(self.abi, &name, fn(*mut T, c_int), a, pe);
+                return Ok(None);
+            }
+            "atomic_fetch_add" | "atomic_fetch_or" | "atomic_fetch_and" | "atomic_fetch_xor"
+            | "atomic_swap" => c!(self.abi, &name, fn(*mut T, T, c_int) -> T, a, v, pe),
+            "atomic_fetch_inc" => c!(self.abi, &name, fn(*mut T, c_int) -> T, a, pe),
+            "atomic_fetch" => c!(self.abi, &name, fn(*const T, c_int) -> T, a, pe),
+            "atomic_compare_swap" => c!(self.abi, &name, fn(*mut T, T, T, c_int) -> T, a, c, v, pe),
+            other => unreachable!("no blocking atomic {other}"),
+        };
+        Ok(Some(fetched.to_u64()))
+    }
+
+    /// A non-blocking fetching atomic on `T` words, fetching into `slot`.
+    fn amo_nbi_typed<T: CWord>(
+        &self,
+        slot: *mut T,
+        at: At,
+        amo: &str,
+        val: u64,
+        cond: u64,
+        pe: u32,
+    ) -> Outcome {
+        let (a, name) = (self.addr(at).cast::<T>(), amo_routine::<T>(amo));
+        let (v, c, pe) = (T::from_u64(val), T::from_u64(cond), pe as c_int);
+        match amo {
+            "atomic_fetch_add_nbi"
+            | "atomic_fetch_or_nbi"
+            | "atomic_fetch_and_nbi"
+            | "atomic_fetch_xor_nbi"
+            | "atomic_swap_nbi" => {
+                c!(
+                    self.abi,
+                    &name,
+                    fn(*mut T, *mut T, T, c_int),
+                    slot,
+                    a,
+                    v,
+                    pe
+                )
+            }
+            "atomic_fetch_inc_nbi" => c!(self.abi, &name, fn(*mut T, *mut T, c_int), slot, a, pe),
+            "atomic_fetch_nbi" => c!(self.abi, &name, fn(*mut T, *const T, c_int), slot, a, pe),
+            "atomic_compare_swap_nbi" => {
+                c!(
+                    self.abi,
+                    &name,
+                    fn(*mut T, *mut T, T, T, c_int),
+                    slot,
+                    a,
+                    c,
+                    v,
+                    pe
+                )
+            }
+            other => unreachable!("no non-blocking atomic {other}"),
+        }
+        Ok(())
+    }
+
+    /// `op` with `value` on the 32-bit signal word at `sig` of `pe`: OpenSHMEM's signals are
+    /// 64-bit, so this is the `uint32` atomic that does the same.
+    fn signal32(&self, sig: At, value: u64, op: SignalOp, pe: u32) -> Outcome {
+        let name = match op {
+            SignalOp::Set => "shmem_uint32_atomic_set",
+            SignalOp::Add => "shmem_uint32_atomic_add",
+        };
+        let a = self.addr(sig).cast::<u32>();
+        c!(
+            self.abi,
+            name,
+            fn(*mut u32, u32, c_int),
+            a,
+            value as u32,
+            pe as c_int
+        );
+        Ok(())
+    }
+
+    fn sig_op(op: SignalOp) -> c_int {
+        match op {
+            SignalOp::Set => SIGNAL_SET,
+            SignalOp::Add => SIGNAL_ADD,
+        }
+    }
+
+    /// A put with signal, blocking or not (the 32-bit form: put, fence, the signal's atomic):
+    /// `vals` into `dst` of `pe`, then `op` with `value` on `sig` of `pe`.
+    fn put_signal_any(
+        &self,
+        dst: At,
+        vals: &[u64],
+        (sig, value, op): (At, u64, SignalOp),
+        pe: u32,
+        nbi: bool,
+    ) -> Outcome {
+        let (d, s, len, p) = (
+            self.addr(dst),
+            vals.as_ptr().cast::<c_void>(),
+            vals.len() * 8,
+            pe as c_int,
+        );
+        match sig.0 {
+            Region::Sig => {
+                let name = if nbi {
+                    "shmem_putmem_signal_nbi"
+                } else {
+                    "shmem_putmem_signal"
+                };
+                let sig_addr = self.addr(sig).cast::<u64>();
+                c!(
+                    self.abi,
+                    name,
+                    fn(*mut c_void, *const c_void, usize, *mut u64, u64, c_int, c_int),
+                    d,
+                    s,
+                    len,
+                    sig_addr,
+                    value,
+                    Self::sig_op(op),
+                    p
+                );
+                Ok(())
+            }
+            _ => {
+                let name = if nbi {
+                    "shmem_putmem_nbi"
+                } else {
+                    "shmem_putmem"
+                };
+                c!(
+                    self.abi,
+                    name,
+                    fn(*mut c_void, *const c_void, usize, c_int),
+                    d,
+                    s,
+                    len,
+                    p
+                );
+                self.fence()?;
+                self.signal32(sig, value, op, pe)
+            }
+        }
+    }
+}
+
+impl Words for CWords {
+    fn offset(&self, region: Region, idx: usize) -> usize {
+        self.addr((region, idx)) as usize - self.heap_base
+    }
+
+    fn read(&self, region: Region, pe: u32) -> Result<Vec<u64>, Failure> {
+        let len = region.len(self.n);
+        let from = self.addr((region, 0));
+        Ok(match width(region) {
+            8 => {
+                let mut got = vec![0u64; len];
+                let to = got.as_mut_ptr().cast::<c_void>();
+                c!(
+                    self.abi,
+                    "shmem_getmem",
+                    fn(*mut c_void, *const c_void, usize, c_int),
+                    to,
+                    from,
+                    len * 8,
+                    pe as c_int
+                );
+                got
+            }
+            _ => {
+                let mut got = vec![0u32; len];
+                let to = got.as_mut_ptr().cast::<c_void>();
+                c!(
+                    self.abi,
+                    "shmem_getmem",
+                    fn(*mut c_void, *const c_void, usize, c_int),
+                    to,
+                    from,
+                    len * 4,
+                    pe as c_int
+                );
+                got.into_iter().map(u64::from).collect()
+            }
+        })
+    }
+
+    fn fence(&self) -> Outcome {
+        c!(self.abi, "shmem_fence", fn(),);
+        Ok(())
+    }
+
+    fn quiet(&self) -> Outcome {
+        c!(self.abi, "shmem_quiet", fn(),);
+        Ok(())
+    }
+
+    fn put(&self, how: PutHow, idx: usize, vals: &[u64], pe: u32) -> Outcome {
+        let (d, pe) = (self.addr((Region::Data, idx)), pe as c_int);
+        match how {
+            PutHow::Blocking => {
+                c!(
+                    self.abi,
+                    "shmem_uint64_put",
+                    fn(*mut u64, *const u64, usize, c_int),
+                    d.cast(),
+                    vals.as_ptr(),
+                    vals.len(),
+                    pe
+                )
+            }
+            PutHow::P => c!(
+                self.abi,
+                "shmem_uint64_p",
+                fn(*mut u64, u64, c_int),
+                d.cast(),
+                vals[0],
+                pe
+            ),
+            PutHow::Bytes => {
+                let s = vals.as_ptr().cast::<c_void>();
+                c!(
+                    self.abi,
+                    "shmem_putmem",
+                    fn(*mut c_void, *const c_void, usize, c_int),
+                    d,
+                    s,
+                    vals.len() * 8,
+                    pe
+                )
+            }
+            PutHow::Nbi => unreachable!("put_nbi runs in a scope"),
+        }
+        Ok(())
+    }
+
+    fn iput(
+        &self,
+        idx: usize,
+        dst_stride: usize,
+        src: &[u64],
+        src_stride: usize,
+        nelems: usize,
+        pe: u32,
+    ) -> Outcome {
+        let d = self.addr((Region::Data, idx)).cast::<u64>();
+        c!(
+            self.abi,
+            "shmem_uint64_iput",
+            fn(*mut u64, *const u64, isize, isize, usize, c_int),
+            d,
+            src.as_ptr(),
+            dst_stride as isize,
+            src_stride as isize,
+            nelems,
+            pe as c_int
+        );
+        Ok(())
+    }
+
+    fn get(&self, how: GetHow, at: At, len: usize, pe: u32) -> Result<Vec<u64>, Failure> {
+        let (s, pe) = (self.addr(at), pe as c_int);
+        let mut got = vec![0u64; len];
+        let to = got.as_mut_ptr();
+        match how {
+            GetHow::Blocking => {
+                c!(
+                    self.abi,
+                    "shmem_uint64_get",
+                    fn(*mut u64, *const u64, usize, c_int),
+                    to,
+                    s.cast(),
+                    len,
+                    pe
+                )
+            }
+            GetHow::G => {
+                got[0] = c!(
+                    self.abi,
+                    "shmem_uint64_g",
+                    fn(*const u64, c_int) -> u64,
+                    s.cast(),
+                    pe
+                )
+            }
+            GetHow::Bytes => {
+                c!(
+                    self.abi,
+                    "shmem_getmem",
+                    fn(*mut c_void, *const c_void, usize, c_int),
+                    to.cast(),
+                    s,
+                    len * 8,
+                    pe
+                )
+            }
+            GetHow::Nbi => unreachable!("get_nbi runs in a scope"),
+        }
+        Ok(got)
+    }
+
+    fn iget(&self, idx: usize, stride: usize, len: usize, pe: u32) -> Result<Vec<u64>, Failure> {
+        let s = self.addr((Region::Data, idx)).cast::<u64>();
+        let mut got = vec![0u64; len];
+        c!(
+            self.abi,
+            "shmem_uint64_iget",
+            fn(*mut u64, *const u64, isize, isize, usize, c_int),
+            got.as_mut_ptr(),
+            s,
+            1,
+            stride as isize,
+            len,
+            pe as c_int
+        );
+        Ok(got)
+    }
+
+    fn amo(&self, at: At, amo: Amo, val: u64, cond: u64, pe: u32) -> Result<Option<u64>, Failure> {
+        let name = amo.name(false);
+        match at.0 {
+            Region::A64 => self.amo_typed::<u64>(at, name, val, cond, pe),
+            Region::A32 => self.amo_typed::<u32>(at, name, val, cond, pe),
+            Region::Ai64 => self.amo_typed::<i64>(at, name, val, cond, pe),
+            other => unreachable!("no atomics on {other:?}"),
+        }
+    }
+
+    fn put_signal(
+        &self,
+        dst: At,
+        vals: &[u64],
+        sig: At,
+        value: u64,
+        op: SignalOp,
+        pe: u32,
+    ) -> Outcome {
+        self.put_signal_any(dst, vals, (sig, value, op), pe, false)
+    }
+
+    fn signal(&self, sig: At, value: u64, op: SignalOp, pe: u32) -> Outcome {
+        match sig.0 {
+            Region::Sig => {
+                let name = match op {
+                    SignalOp::Set => "shmem_signal_set",
+                    SignalOp::Add => "shmem_signal_add",
+                };
+                let a = self.addr(sig).cast::<u64>();
+                c!(
+                    self.abi,
+                    name,
+                    fn(*mut u64, u64, c_int),
+                    a,
+                    value,
+                    pe as c_int
+                );
+                Ok(())
+            }
+            _ => self.signal32(sig, value, op, pe),
+        }
+    }
+
+    fn signal_wait(&self, idx: usize, value: u64) -> Result<(u64, u64), Failure> {
+        let a = self.addr((Region::Sig, idx)).cast::<u64>();
+        let seen = c!(
+            self.abi,
+            "shmem_signal_wait_until",
+            fn(*mut u64, c_int, u64) -> u64,
+            a,
+            CMP_EQ,
+            value
+        );
+        let fetched = c!(self.abi, "shmem_signal_fetch", fn(*const u64) -> u64, a);
+        Ok((seen, fetched))
+    }
+
+    fn nbi(
+        &self,
+        ops: &[Op],
+        blocking: &mut dyn FnMut(&Op) -> Outcome,
+    ) -> Result<(Vec<u64>, Vec<u64>), Failure> {
+        // Every destination of a non-blocking read is allocated before the first is issued
+        // (a fetch's slot is indexed by its operation's position).
+        let gets: usize = ops
+            .iter()
+            .map(|op| match op {
+                Op::Get {
+                    expect,
+                    how: GetHow::Nbi,
+                    ..
+                } => expect.len(),
+                _ => 0,
+            })
+            .sum();
+        let mut gbuf = vec![0u64; gets];
+        let (mut b64, mut b32, mut bi64) = (
+            vec![0u64; ops.len()],
+            vec![0u32; ops.len()],
+            vec![0i64; ops.len()],
+        );
+        let mut g = 0;
+        for (k, op) in ops.iter().enumerate() {
+            match op {
+                Op::Put {
+                    pe,
+                    idx,
+                    vals,
+                    how: PutHow::Nbi,
+                } => {
+                    let (d, s) = (
+                        self.addr((Region::Data, *idx)),
+                        vals.as_ptr().cast::<c_void>(),
+                    );
+                    c!(
+                        self.abi,
+                        "shmem_putmem_nbi",
+                        fn(*mut c_void, *const c_void, usize, c_int),
+                        d,
+                        s,
+                        vals.len() * 8,
+                        *pe as c_int
+                    );
+                }
+                Op::Get {
+                    pe,
+                    idx,
+                    expect,
+                    how: GetHow::Nbi,
+                } => {
+                    let (to, len) = (gbuf[g..].as_mut_ptr(), expect.len());
+                    g += len;
+                    let s = self.addr((Region::Data, *idx)).cast::<u64>();
+                    c!(
+                        self.abi,
+                        "shmem_uint64_get_nbi",
+                        fn(*mut u64, *const u64, usize, c_int),
+                        to,
+                        s,
+                        len,
+                        *pe as c_int
+                    );
+                }
+                Op::Amo {
+                    loc,
+                    amo,
+                    val,
+                    cond,
+                    nbi: true,
+                    ..
+                } => {
+                    let (at, name) = ((loc.region, loc.idx), amo.name(true));
+                    match loc.region {
+                        Region::A64 => {
+                            self.amo_nbi_typed(&mut b64[k], at, name, *val, *cond, loc.pe)?
+                        }
+                        Region::A32 => {
+                            self.amo_nbi_typed(&mut b32[k], at, name, *val, *cond, loc.pe)?
+                        }
+                        _ => self.amo_nbi_typed(&mut bi64[k], at, name, *val, *cond, loc.pe)?,
+                    }
+                }
+                Op::PutSignal {
+                    pe,
+                    idx,
+                    vals,
+                    sig,
+                    op,
+                    value,
+                    nbi: true,
+                } => {
+                    let (sig, dst) = ((sig.region, sig.idx), (Region::Data, *idx));
+                    self.put_signal_any(dst, vals, (sig, *value, *op), *pe, true)?;
+                }
+                other => blocking(other)?,
+            }
+        }
+        self.quiet()?;
+        let fetched = ops
+            .iter()
+            .enumerate()
+            .filter_map(|(k, op)| match op {
+                Op::Amo { loc, nbi: true, .. } => Some(match loc.region {
+                    Region::A64 => b64[k],
+                    Region::A32 => u64::from(b32[k]),
+                    _ => bi64[k] as u64,
+                }),
+                _ => None,
+            })
+            .collect();
+        Ok((gbuf, fetched))
+    }
+}
+
+/// The ticket log: `len` words of symmetric memory.
+struct CLog {
+    abi: Rc<Abi>,
+    at: *mut u64,
+    me: u32,
+}
+
+impl Log for CLog {
+    fn write(&self, tickets: &[u64]) -> Outcome {
+        c!(
+            self.abi,
+            "shmem_uint64_put",
+            fn(*mut u64, *const u64, usize, c_int),
+            self.at,
+            tickets.as_ptr(),
+            tickets.len(),
+            self.me as c_int
+        );
+        Ok(())
+    }
+
+    fn read(&self, pe: u32, len: usize) -> Result<Vec<u64>, Failure> {
+        let mut got = vec![0u64; len];
+        c!(
+            self.abi,
+            "shmem_uint64_get",
+            fn(*mut u64, *const u64, usize, c_int),
+            got.as_mut_ptr(),
+            self.at,
+            len,
+            pe as c_int
+        );
+        Ok(got)
+    }
+}
+
+struct CTarget {
+    abi: Rc<Abi>,
+    heaps: [CWords; 2],
+    log: CLog,
+}
+
+impl Target for CTarget {
+    type Words = CWords;
+
+    fn heaps(&self) -> &[CWords; 2] {
+        &self.heaps
+    }
+
+    fn barrier(&self) -> Outcome {
+        c!(self.abi, "shmem_barrier_all", fn(),);
+        Ok(())
+    }
+
+    fn log(&self) -> &dyn Log {
+        &self.log
+    }
+
+    fn collectives(&mut self, _seed: u64, _epoch: usize, _ops: usize) -> Result<usize, Failure> {
+        Ok(0)
+    }
+}
+
+pub(super) fn cases() -> Vec<Case> {
+    vec![
+        Case::new("model::random_epochs_through_the_c_abi", random_epochs)
+            .pes(&[8])
+            .env(&[("SHMEM_SYMMETRIC_SIZE", "4M")])
+            .timeout(300),
+        Case::new(
+            "model::random_epochs_through_the_c_abi_without_strict_mode",
+            random_epochs,
+        )
+        .pes(&[8])
+        .env(&[("SHMEM_SYMMETRIC_SIZE", "4M")])
+        .timeout(300)
+        .relaxed(),
+    ]
+}
+
+/// The case: the schedule of the Rust run, every call through the C ABI.
+fn random_epochs(ctx: &Ctx) -> Outcome {
+    let abi = Rc::new(Abi::load()?);
+    c!(abi, "shmem_init", fn(),);
+    let me = c!(abi, "shmem_my_pe", fn() -> c_int,);
+    let n = c!(abi, "shmem_n_pes", fn() -> c_int,);
+    check!(
+        (me as u32, n as u32) == (ctx.pe, ctx.n_pes),
+        "shmem_init made PE {me} of {n}, the launcher started PE {} of {}",
+        ctx.pe,
+        ctx.n_pes
+    );
+    let (me, n) = (me as u32, n as usize);
+    check!(n >= 2, "the model case needs at least two PEs");
+    // PE 0's seed, broadcast through the C ABI.
+    let slot = c!(abi, "shmem_calloc", fn(usize, usize) -> *mut u64, 1, 8);
+    if me == 0 {
+        let seed = seed_from_env()?;
+        for pe in 0..n {
+            c!(
+                abi,
+                "shmem_uint64_p",
+                fn(*mut u64, u64, c_int),
+                slot,
+                seed,
+                pe as c_int
+            );
+        }
+    }
+    c!(abi, "shmem_barrier_all", fn(),);
+    let seed = c!(
+        abi,
+        "shmem_uint64_g",
+        fn(*const u64, c_int) -> u64,
+        slot,
+        me as c_int
+    );
+    eprintln!(
+        "model (C ABI): PE {me} of {n}: seed {seed} (replay: SHMEM_MODEL_SEED={seed} cargo test -p shmem-conformance --test sim -- model::)"
+    );
+    let heap_base = c!(abi, "aclshmemx_get_heap_base", fn() -> *mut c_void,) as usize;
+    let plan = RunSize::new(ctx, n, false)?;
+    let heaps = [
+        CWords::new(&abi, heap_base, n)?,
+        CWords::new(&abi, heap_base, n)?,
+    ];
+    let at = c!(
+        abi,
+        "shmem_calloc",
+        fn(usize, usize) -> *mut u64,
+        plan.log_len(),
+        8
+    );
+    check!(
+        !at.is_null(),
+        "shmem_calloc of the ticket log returned NULL"
+    );
+    let mut target = CTarget {
+        abi: abi.clone(),
+        heaps,
+        log: CLog {
+            abi: abi.clone(),
+            at,
+            me,
+        },
+    };
+    let sum = run_epochs(&mut target, &plan, seed, me, n)?;
+    if me == 0 {
+        let mix: Vec<String> = sum.kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        eprintln!(
+            "model (C ABI): seed {seed}: {} epochs, {} RMA, atomic and signal calls through libshmem.so's symbols on {n} PEs ({} fences) in {:.2?}: {}; PE 0's resident memory (KiB) and descriptors at 10 points: {:?}",
+            plan.epochs,
+            sum.total,
+            sum.fences,
+            sum.elapsed,
+            mix.join(", "),
+            sum.samples
+        );
+    }
+    c!(abi, "shmem_barrier_all", fn(),);
+    for h in &target.heaps {
+        h.free()?;
+    }
+    c!(abi, "shmem_free", fn(*mut u64), target.log.at);
+    c!(abi, "shmem_free", fn(*mut u64), slot);
+    c!(abi, "shmem_finalize", fn(),);
+    Ok(())
+}
