@@ -13,6 +13,10 @@ use crate::heap::Heap;
 use crate::registry::{Claim, Registry};
 use crate::settings;
 use crate::statics::{StaticRange, Window};
+
+/// The first heap offset of the program's part: the ones below are the library's reserved
+/// blocks (CANN's signal area and the barriers' and collectives' synchronisation words).
+pub(crate) const RESERVED: usize = crate::heap::layout::FIRST_USER_OFFSET as usize;
 use crate::team::state::{MAX_TEAMS, SCRATCH_PER_TEAM, Teams};
 use crate::watchdog::InstanceWatchdog;
 
@@ -37,6 +41,10 @@ pub(crate) struct Inner {
     pub(crate) heap: Heap,
     /// This PE's segment base (`heap_base`), constant for the instance's life.
     pub(crate) heap_base: usize,
+    /// Where the heap's part for the program begins (past the library's reserved blocks), and
+    /// its length: what an address of the program is checked against.
+    program_base: usize,
+    program_len: usize,
     /// Where the host loads and stores this PE's own segment, if it can (the transport's host
     /// mapping of this PE), for the core's bookkeeping words.
     pub(crate) own_mapping: Option<usize>,
@@ -269,6 +277,8 @@ impl Instance {
             owner_pid: crate::exit::pid(),
             attrs: attrs.clone(),
             heap_base: fabric.segment_base(my_pe) as usize,
+            program_base: fabric.segment_base(my_pe) as usize + RESERVED,
+            program_len: (heap_size as usize).saturating_sub(RESERVED),
             own_mapping: fabric.host_mapping(my_pe).map(|p| p.as_ptr() as usize),
             heap,
             statics,
@@ -506,8 +516,10 @@ impl Instance {
     }
 
     /// The segment offset of the symmetric address `addr`, if `len` bytes from it lie in the
-    /// heap (where the offset is the heap offset) or in the static data init made symmetric
-    /// ([`Instance::init_with_static_data`]).
+    /// heap's part for the program (where the offset is the heap offset) or in the static data
+    /// init made symmetric ([`Instance::init_with_static_data`]). The heap's first bytes are
+    /// the library's own (CANN's reserved blocks: the signal area and the barriers' and
+    /// collectives' synchronisation words) and are never a program's symmetric memory.
     #[inline(always)]
     pub fn offset_of(&self, addr: *const u8, len: usize) -> Option<usize> {
         match (self.heap_offset_of(addr, len), &self.inner.statics) {
@@ -517,21 +529,33 @@ impl Instance {
         }
     }
 
-    /// The heap offset of the symmetric address `addr`, if `len` bytes from it lie in the
-    /// heap.
-    #[inline(always)]
-    pub(crate) fn heap_offset_of(&self, addr: *const u8, len: usize) -> Option<usize> {
-        // An address below the heap wraps to an offset beyond it.
+    /// [`Instance::offset_of`] for address arithmetic alone (`peer_addr`, `ptr`), where the
+    /// library's reserved blocks count as heap too: CANN's `aclshmem_ptr` of the heap base is a
+    /// peer's heap base, which the device state's table holds.
+    fn address_offset_of(&self, addr: *const u8, len: usize) -> Option<usize> {
         let off = (addr as usize).wrapping_sub(self.heap_base() as usize);
-        self.in_heap(off, len).then_some(off)
+        let size = self.heap_size();
+        if off <= size && len <= size - off {
+            return Some(off);
+        }
+        self.inner
+            .statics
+            .and_then(|w| w.offset_of(addr as usize, len))
     }
 
-    /// Whether `len` bytes at heap offset `offset` lie in the heap (without the overflowing
-    /// sum `offset + len`).
+    /// The heap offset of the symmetric address `addr`, if `len` bytes from it lie in the
+    /// heap's part for the program (past the library's reserved blocks, where a put would
+    /// corrupt the words barriers and collectives wait on).
     #[inline(always)]
-    pub(crate) fn in_heap(&self, offset: usize, len: usize) -> bool {
-        let size = self.heap_size();
-        offset <= size && len <= size - offset
+    pub(crate) fn heap_offset_of(&self, addr: *const u8, len: usize) -> Option<usize> {
+        // An address below the program's part wraps to an offset beyond it.
+        let off = (addr as usize).wrapping_sub(self.inner.program_base);
+        let room = self.inner.program_len;
+        if off <= room && len <= room - off {
+            Some(off + RESERVED)
+        } else {
+            None
+        }
     }
 
     /// Whether segment offsets `lo..hi` lie in the program's symmetric static data.
@@ -547,7 +571,7 @@ impl Instance {
         if !self.is_initialized() || pe >= self.inner.n_pes {
             return None;
         }
-        let off = self.offset_of(addr, 1)?;
+        let off = self.address_offset_of(addr, 1)?;
         if pe == self.inner.my_pe {
             return std::ptr::NonNull::new(addr.cast_mut());
         }
@@ -563,7 +587,7 @@ impl Instance {
         if !self.is_initialized() || pe >= self.inner.n_pes {
             return None;
         }
-        let off = self.offset_of(addr, 1)?;
+        let off = self.address_offset_of(addr, 1)?;
         let base = self.inner.fabric.host_mapping(pe)?;
         if pe == self.inner.my_pe {
             // The object itself (static data is also mapped in the segment, elsewhere).

@@ -416,6 +416,16 @@ impl<'e, 'a> Lock<'e, 'a> {
                 self.record(None, false);
                 return Ok(());
             }
+            // Another PE queued behind this one, and its node will link in; a tail that names
+            // no PE means the word was written by something other than a lock call, and
+            // nobody would ever link in.
+            if self.named(prev, "tail")?.is_none() {
+                self.record(None, false);
+                return Err(Error::Inner(format!(
+                    "clear_lock: the lock at heap offset {:#x} is corrupt: PE {} holds it, but its tail is empty (was the word written by something other than the lock calls?)",
+                    self.elem.offset, self.me
+                )));
+            }
             let what = format!(
                 "clear_lock: the next PE queued for the lock at heap offset {:#x} to link in",
                 self.elem.offset

@@ -45,8 +45,11 @@ pub struct DeviceRange {
     pub len: usize,
 }
 
+const RESERVED: u64 = crate::instance::RESERVED as u64;
+
 impl Instance {
-    /// Checks that `len` bytes at heap offset `offset` lie inside the symmetric heap.
+    /// Checks that `len` bytes at heap offset `offset` lie inside the symmetric heap (the
+    /// library's reserved blocks included: its own views reach them).
     #[inline]
     pub(crate) fn check_heap_range(&self, offset: usize, len: usize) -> Result<()> {
         match offset.checked_add(len) {
@@ -58,8 +61,8 @@ impl Instance {
 
     /// Whether `len` bytes at heap offset `offset` of `home`'s memory lie in this instance's
     /// heap: the common case of [`Instance::check_view`], tested inline by the data path. (The
-    /// sum form, not [`Instance::in_heap`]'s: with a constant `len` it is two instructions
-    /// shorter, and `in_heap` is the shorter one for an address of unknown range.)
+    /// sum form, not [`Instance::heap_offset_of`]'s: with a constant `len` it is two instructions
+    /// shorter, and `heap_offset_of`'s is the shorter one for an address of unknown range.)
     #[inline(always)]
     pub(crate) fn holds(&self, home: &Instance, offset: usize, len: usize) -> bool {
         self.same(home)
@@ -102,9 +105,9 @@ impl Instance {
     }
 
     #[cold]
-    fn outside_heap(&self, offset: usize, len: usize) -> Error {
+    pub(crate) fn outside_heap(&self, offset: usize, len: usize) -> Error {
         Error::OutOfBounds(format!(
-            "{len} bytes at heap offset {offset:#x} do not lie inside the symmetric heap of {:#x} bytes",
+            "{len} bytes at heap offset {offset:#x} do not lie inside the symmetric heap's part for the program (offsets {RESERVED:#x}..{:#x}; the ones below are the library's own)",
             self.heap_size()
         ))
     }
@@ -117,11 +120,14 @@ impl Instance {
         nelems: usize,
     ) -> Result<Strided> {
         let s = Strided { first, stride };
+        // A program's strided access stays in its part of the heap: a negative stride must not
+        // reach the library's reserved blocks below it.
         match s.span(elem, nelems) {
-            Some((_, hi)) if hi <= self.heap_size() as u64 => Ok(s),
+            Some((lo, hi)) if lo >= RESERVED && hi <= self.heap_size() as u64 => Ok(s),
             Some((lo, hi)) if self.in_statics(lo, hi) => Ok(s),
             _ => Err(Error::OutOfBounds(format!(
-                "{nelems} elements of {elem} bytes with a stride of {stride} bytes from heap offset {first:#x} do not lie inside the symmetric heap"
+                "{nelems} elements of {elem} bytes with a stride of {stride} bytes from heap offset {first:#x} do not lie inside the symmetric heap's part for the program (offsets {RESERVED:#x}..{:#x})",
+                self.heap_size()
             ))),
         }
     }

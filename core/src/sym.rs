@@ -521,8 +521,24 @@ impl Instance {
     }
 
     /// A view of `len` elements of `T` at heap offset `offset`, for memory allocated through the
-    /// byte-level calls. Refused (`NotInitialized`) once the instance is finalized.
+    /// byte-level calls. Refused (`NotInitialized`) once the instance is finalized, and
+    /// (`OutOfBounds`) below the heap's part for the program: the first offsets are the
+    /// library's reserved blocks, whose words barriers and collectives wait on.
     pub fn view<T: Pod>(&self, offset: usize, len: usize) -> Result<SymSlice<'_, T>> {
+        self.check_live()?;
+        if offset < crate::instance::RESERVED {
+            return Err(self.outside_heap(offset, len.saturating_mul(std::mem::size_of::<T>())));
+        }
+        self.view_of_heap(offset, len)
+    }
+
+    /// [`Instance::view`] anywhere in the heap, the library's reserved blocks included: for
+    /// the library's own words there.
+    pub(crate) fn view_of_heap<T: Pod>(
+        &self,
+        offset: usize,
+        len: usize,
+    ) -> Result<SymSlice<'_, T>> {
         self.check_live()?;
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())

@@ -70,13 +70,20 @@ impl Heap {
         }
     }
 
-    /// Releases the block starting at `off`; returns its size.
+    /// Releases the block starting at `off`; returns its size. The reserved blocks are the
+    /// library's for the instance's life: `off` there is not an allocated block.
     pub(crate) fn release(&self, off: u64) -> Result<u64, AllocError> {
+        if off < layout::FIRST_USER_OFFSET {
+            return Err(AllocError::NotAllocated { offset: off });
+        }
         self.lock().release(off)
     }
 
-    /// The size of the used block starting at `off`.
+    /// The size of the program's used block starting at `off` (`None` for a reserved block).
     pub(crate) fn block_size(&self, off: u64) -> Option<u64> {
+        if off < layout::FIRST_USER_OFFSET {
+            return None;
+        }
         self.lock().block_size(off)
     }
 
@@ -99,5 +106,23 @@ mod tests {
         assert_eq!(h.reserved().sync_counters, 0x500200);
         assert_eq!(h.allocate(1, None).unwrap(), layout::FIRST_USER_OFFSET);
         assert_eq!(h.reserved().team_slot(1), 0x200 + 2560);
+    }
+
+    #[test]
+    fn the_reserved_blocks_cannot_be_freed_or_resized() {
+        let h = Heap::new((2 << 20) + (6 << 20)).unwrap();
+        for off in [
+            h.reserved().signal,
+            h.reserved().sync_pool,
+            h.reserved().sync_counters,
+        ] {
+            assert_eq!(
+                h.release(off),
+                Err(AllocError::NotAllocated { offset: off })
+            );
+            assert_eq!(h.block_size(off), None);
+        }
+        // They are still in place: the first block of the program comes after them.
+        assert_eq!(h.allocate(1, None).unwrap(), layout::FIRST_USER_OFFSET);
     }
 }

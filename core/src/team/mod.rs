@@ -291,7 +291,7 @@ impl Team {
     /// size (a gather of every member's bitmap would not fit the scratch beyond 512 PEs).
     fn agree(&self, word: u64, op: ReduceOp, mine: [u64; 2]) -> Result<[u64; 2]> {
         let at = self.word(word);
-        let view = self.inst.view::<u64>(at, 2)?;
+        let view = self.inst.view_of_heap::<u64>(at, 2)?;
         view.put(&mine, self.inst.my_pe())?;
         self.reduce(op, view, view)?;
         let mut out = [0u64; 2];
