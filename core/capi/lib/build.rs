@@ -1306,20 +1306,26 @@ fn link_ascendcl() {
 }
 
 fn main() {
-    println!("cargo:rerun-if-changed=src/table.rs");
-    println!("cargo:rerun-if-changed=../../../backends/build/not_root.rs");
+    // The same sources build `shmem-c-linked` (`linked/`, an rlib for in-process fuzzing),
+    // whose manifest sits one directory below; only `shmem-c` makes the C libraries.
+    let c_library = std::env::var("CARGO_PKG_NAME").as_deref() == Ok("shmem-c");
+    let root = if c_library { "" } else { "../" };
+    println!("cargo:rerun-if-changed={root}src/table.rs");
+    println!("cargo:rerun-if-changed={root}../../../backends/build/not_root.rs");
     declare_not_root();
-    println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=src/longdouble.c");
+    println!("cargo:rerun-if-changed={root}build.rs");
+    println!("cargo:rerun-if-changed={root}src/longdouble.c");
     // What Rust cannot express: `long double` by value and its arithmetic.
     cc::Build::new()
-        .file("src/longdouble.c")
+        .file(format!("{root}src/longdouble.c"))
         .warnings(true)
         .compile("shmem_longdouble");
-    // C programs link against libshmem.so and find it again by this name.
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libshmem.so");
-    link_ascendcl();
-    link_osh_cxx();
+    if c_library {
+        // C programs link against libshmem.so and find it again by this name.
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libshmem.so");
+        link_ascendcl();
+        link_osh_cxx();
+    }
     let mut routines = Vec::new();
     rma_routines(&mut routines);
     amo_routines(&mut routines);

@@ -27,6 +27,8 @@ pub mod cann;
 pub mod coll;
 pub mod ctx;
 pub mod extensions;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod handles;
 pub mod heap;
 pub mod longdouble;
