@@ -80,7 +80,7 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use shmem::{AmoBitwise, AmoStandard, Cmp, Instance, NbiScope, SignalOp, SymBuf, SymElem};
 
-use crate::cases::model_collectives::Collectives;
+use crate::cases::model_collectives::{Collectives, RustColls};
 use crate::cases::multi_instance::{attrs_for, open_fds, rss_kib};
 use crate::{Case, Ctx, Failure, Outcome, check};
 
@@ -2068,6 +2068,8 @@ pub(super) trait Target {
     fn log(&self) -> &dyn Log;
     /// The collective phase of `epoch` with about `ops` operations: the calls it made.
     fn collectives(&mut self, seed: u64, epoch: usize, ops: usize) -> Result<usize, Failure>;
+    /// The team splits the collective phase made so far.
+    fn splits(&self) -> usize;
 }
 
 /// The size of a run.
@@ -2080,9 +2082,9 @@ pub(super) struct RunSize {
 }
 
 impl RunSize {
-    /// The size for `n` PEs: [`OPS_VAR`] operations, or the tier's number; an eighth of them
-    /// in the collective phase if the run has one.
-    pub(super) fn new(ctx: &Ctx, n: usize, collectives: bool) -> Result<RunSize, Failure> {
+    /// The size for `n` PEs: [`OPS_VAR`] operations, or the tier's number, about an eighth of
+    /// them in the collective phase.
+    pub(super) fn new(ctx: &Ctx, n: usize) -> Result<RunSize, Failure> {
         let budget = match std::env::var(OPS_VAR) {
             Ok(v) => v
                 .trim()
@@ -2096,8 +2098,8 @@ impl RunSize {
         let per_pe = budget.div_ceil(epochs * n);
         Ok(RunSize {
             epochs,
-            calls: if collectives { per_pe * 7 / 8 } else { per_pe },
-            coll_ops: if collectives { (per_pe / 20).max(1) } else { 0 },
+            calls: per_pe * 7 / 8,
+            coll_ops: (per_pe / 20).max(1),
         })
     }
 
@@ -2198,6 +2200,18 @@ pub(super) fn run_epochs<T: Target>(
         "the schedule made only {} operations",
         sum.total
     );
+    // Every PE made the same number of collective calls but for the team splits' members.
+    let all = sum.total + sum.coll_calls * n;
+    check!(
+        sum.coll_calls * n * 10 >= all,
+        "the collective phase made {} of {all} calls, below a tenth",
+        sum.coll_calls * n
+    );
+    check!(
+        target.splits() * n * 100 >= all,
+        "{} team splits of {all} calls, below one in a hundred",
+        target.splits() * n
+    );
     // Resident memory and descriptors settle after the first sample: later ones stay within
     // 1 MiB, and the descriptor count does not change.
     let samples = &sum.samples;
@@ -2224,7 +2238,7 @@ struct RustTarget {
     one: Instance,
     heaps: [Heap; 2],
     log: SymBuf<u64>,
-    colls: Collectives,
+    colls: Collectives<RustColls>,
 }
 
 impl Target for RustTarget {
@@ -2246,6 +2260,10 @@ impl Target for RustTarget {
     fn collectives(&mut self, seed: u64, epoch: usize, ops: usize) -> Result<usize, Failure> {
         self.colls.epoch(seed, epoch, ops)
     }
+
+    fn splits(&self) -> usize {
+        self.colls.splits
+    }
 }
 
 fn random_epochs(ctx: &Ctx) -> Outcome {
@@ -2253,14 +2271,14 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
     let members: Vec<u32> = (0..ctx.n_pes).collect();
     let one = Instance::init(&attrs_for(ctx, 1, &members).expect("every PE is a member"))?;
     let two = Instance::init(&attrs_for(ctx, 2, &members).expect("every PE is a member"))?;
-    let colls = Collectives::new(two)?;
+    let colls = Collectives::new(RustColls::new(two)?);
     let (me, n) = (ctx.pe, ctx.n_pes as usize);
     check!(n >= 2, "the model case needs at least two PEs");
     let seed = choose_seed(&world)?;
     eprintln!(
         "model: PE {me} of {n}: seed {seed} (replay: {SEED_VAR}={seed} cargo test -p shmem-conformance --test sim -- model::)"
     );
-    let plan = RunSize::new(ctx, n, true)?;
+    let plan = RunSize::new(ctx, n)?;
     let heaps = [Heap::new(world.clone(), n)?, Heap::new(one.clone(), n)?];
     for r in REGIONS {
         check!(
@@ -2281,18 +2299,7 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
     let RustTarget {
         heaps, log, colls, ..
     } = target;
-    // Every PE made the same number of collective calls but for the team splits' members.
     let all = sum.total + sum.coll_calls * n;
-    check!(
-        sum.coll_calls * n * 10 >= all,
-        "the collective phase made {} of {all} calls, below a tenth",
-        sum.coll_calls * n
-    );
-    check!(
-        colls.splits * n * 100 >= all,
-        "{} team splits of {all} calls, below one in a hundred",
-        colls.splits * n
-    );
     if me == 0 {
         let mix: Vec<String> = sum.kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
         eprintln!(
@@ -2312,7 +2319,7 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
     let [h0, h1] = heaps;
     h0.free()?;
     h1.free()?;
-    colls.finish()?;
+    colls.ops.finish()?;
     one.finalize()?;
     world.finalize()?;
     Ok(())

@@ -18,12 +18,15 @@
 //! - OpenSHMEM's signals are 64-bit. The schedule's 32-bit signal words take
 //!   `shmem_putmem` + `shmem_fence` + `shmem_uint32_atomic_set`/`add`, which orders the data
 //!   before the signal as `put_signal` does.
-//! - There is no collective phase: the C ABI's collectives have their own conformance programs
-//!   (`core/capi/lib/tests`), and this run is about the point-to-point entry points under load.
+//! - The collective phase (`model_collectives.rs`: reductions, broadcasts, fcollects,
+//!   alltoalls, team splits, lock-protected increments, context puts) runs on the same
+//!   instance, through `shmem_uint64_sum_reduce`, `shmem_broadcastmem`, `shmem_fcollectmem`,
+//!   `shmem_alltoallmem`, `shmem_team_split_strided`, `shmem_team_sync`, `shmem_team_destroy`,
+//!   `shmem_set_lock`/`shmem_clear_lock` and `shmem_ctx_create`/`shmem_ctx_uint64_put`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_long, c_void};
 use std::mem::ManuallyDrop;
 use std::rc::Rc;
 
@@ -34,6 +37,7 @@ use super::model::{
     Amo, At, GetHow, Log, Op, PutHow, Region, RunSize, Target, Word, Words, run_epochs,
     seed_from_env,
 };
+use super::model_collectives::{BLOCK_WORDS, CollOps, Collectives};
 use crate::{Case, Ctx, Failure, Outcome, check};
 
 /// The variable through which the runner gives the PEs the path of `libshmem.so`.
@@ -283,23 +287,30 @@ impl CWords {
         Ok(())
     }
 
+    /// `op` with `value` on the signal word at `sig` of `pe`, through the routine named for the
+    /// operation (`set` or `add`).
+    fn signal_with<T: CWord>(
+        &self,
+        (set, add): (&str, &str),
+        sig: At,
+        value: T,
+        op: SignalOp,
+        pe: u32,
+    ) -> Outcome {
+        let name = match op {
+            SignalOp::Set => set,
+            SignalOp::Add => add,
+        };
+        let a = self.addr(sig).cast::<T>();
+        c!(self.abi, name, fn(*mut T, T, c_int), a, value, pe as c_int);
+        Ok(())
+    }
+
     /// `op` with `value` on the 32-bit signal word at `sig` of `pe`: OpenSHMEM's signals are
     /// 64-bit, so this is the `uint32` atomic that does the same.
     fn signal32(&self, sig: At, value: u64, op: SignalOp, pe: u32) -> Outcome {
-        let name = match op {
-            SignalOp::Set => "shmem_uint32_atomic_set",
-            SignalOp::Add => "shmem_uint32_atomic_add",
-        };
-        let a = self.addr(sig).cast::<u32>();
-        c!(
-            self.abi,
-            name,
-            fn(*mut u32, u32, c_int),
-            a,
-            value as u32,
-            pe as c_int
-        );
-        Ok(())
+        let names = ("shmem_uint32_atomic_set", "shmem_uint32_atomic_add");
+        self.signal_with(names, sig, value as u32, op, pe)
     }
 
     fn sig_op(op: SignalOp) -> c_int {
@@ -565,20 +576,8 @@ impl Words for CWords {
     fn signal(&self, sig: At, value: u64, op: SignalOp, pe: u32) -> Outcome {
         match sig.0 {
             Region::Sig => {
-                let name = match op {
-                    SignalOp::Set => "shmem_signal_set",
-                    SignalOp::Add => "shmem_signal_add",
-                };
-                let a = self.addr(sig).cast::<u64>();
-                c!(
-                    self.abi,
-                    name,
-                    fn(*mut u64, u64, c_int),
-                    a,
-                    value,
-                    pe as c_int
-                );
-                Ok(())
+                let names = ("shmem_signal_set", "shmem_signal_add");
+                self.signal_with(names, sig, value, op, pe)
             }
             _ => self.signal32(sig, value, op, pe),
         }
@@ -755,6 +754,7 @@ struct CTarget {
     abi: Rc<Abi>,
     heaps: [CWords; 2],
     log: CLog,
+    colls: Collectives<CColls>,
 }
 
 impl Target for CTarget {
@@ -773,8 +773,292 @@ impl Target for CTarget {
         &self.log
     }
 
-    fn collectives(&mut self, _seed: u64, _epoch: usize, _ops: usize) -> Result<usize, Failure> {
-        Ok(0)
+    fn collectives(&mut self, seed: u64, epoch: usize, ops: usize) -> Result<usize, Failure> {
+        self.colls.epoch(seed, epoch, ops)
+    }
+
+    fn splits(&self) -> usize {
+        self.colls.splits
+    }
+}
+
+/// The collective phase through the C symbols, on the one instance (its own buffers).
+struct CColls {
+    abi: Rc<Abi>,
+    /// `SHMEM_TEAM_WORLD`'s value.
+    world: *mut c_void,
+    me: u32,
+    n: u32,
+    src: *mut u64,
+    dst: *mut u64,
+    lock: *mut c_long,
+    counter: *mut u64,
+    /// One word per PE: what each PE last put through a context.
+    ctx_words: *mut u64,
+}
+
+impl CColls {
+    fn new(abi: &Rc<Abi>, me: u32, n: u32) -> Result<CColls, Failure> {
+        let words = BLOCK_WORDS * n as usize;
+        let alloc = |count: usize| -> Result<*mut u64, Failure> {
+            let p = c!(abi, "shmem_calloc", fn(usize, usize) -> *mut u64, count, 8);
+            check!(!p.is_null(), "shmem_calloc({count}, 8) returned NULL");
+            Ok(p)
+        };
+        // SAFETY: `SHMEM_TEAM_WORLD` is an exported `shmem_team_t` variable: its address,
+        // read once.
+        let world = unsafe { *abi.f::<*const *mut c_void>("SHMEM_TEAM_WORLD")? };
+        Ok(CColls {
+            abi: abi.clone(),
+            world,
+            me,
+            n,
+            src: alloc(words)?,
+            dst: alloc(words)?,
+            lock: alloc(1)?.cast(),
+            counter: alloc(1)?,
+            ctx_words: alloc(n as usize)?,
+        })
+    }
+
+    /// Checks a routine's status.
+    fn ok(name: &str, status: c_int) -> Result<(), Failure> {
+        check!(status == 0, "{name} returned {status}");
+        Ok(())
+    }
+
+    /// `mine` into the source; then `f` on the destination and source; the destination's
+    /// first `out` words.
+    fn run(
+        &self,
+        mine: &[u64],
+        out: usize,
+        f: impl FnOnce(*mut u64, *const u64) -> Result<(), Failure>,
+    ) -> Result<Vec<u64>, Failure> {
+        let me = self.me as c_int;
+        let put = (self.src, mine.as_ptr(), mine.len(), me);
+        c!(
+            self.abi,
+            "shmem_uint64_put",
+            fn(*mut u64, *const u64, usize, c_int),
+            put.0,
+            put.1,
+            put.2,
+            put.3
+        );
+        f(self.dst, self.src)?;
+        let mut got = vec![0u64; out];
+        let to = got.as_mut_ptr();
+        c!(
+            self.abi,
+            "shmem_uint64_get",
+            fn(*mut u64, *const u64, usize, c_int),
+            to,
+            self.dst,
+            out,
+            me
+        );
+        Ok(got)
+    }
+
+    fn free(&self) -> Outcome {
+        for p in [
+            self.src,
+            self.dst,
+            self.lock.cast(),
+            self.counter,
+            self.ctx_words,
+        ] {
+            c!(self.abi, "shmem_free", fn(*mut u64), p);
+        }
+        Ok(())
+    }
+}
+
+type Team = *mut c_void;
+
+impl CollOps for CColls {
+    fn me_n(&self) -> (u32, u32) {
+        (self.me, self.n)
+    }
+
+    fn reduce(&mut self, mine: &[u64]) -> Result<Vec<u64>, Failure> {
+        let (abi, w, len) = (&self.abi, self.world, mine.len());
+        self.run(mine, len, |d, s| {
+            let r = c!(
+                abi,
+                "shmem_uint64_sum_reduce",
+                fn(Team, *mut u64, *const u64, usize) -> c_int,
+                w,
+                d,
+                s,
+                len
+            );
+            Self::ok("shmem_uint64_sum_reduce", r)
+        })
+    }
+
+    fn broadcast(&mut self, root: u32, mine: &[u64]) -> Result<Vec<u64>, Failure> {
+        let (abi, w, bytes) = (&self.abi, self.world, mine.len() * 8);
+        self.run(mine, mine.len(), |d, s| {
+            let r = c!(
+                abi,
+                "shmem_broadcastmem",
+                fn(Team, *mut u64, *const u64, usize, c_int) -> c_int,
+                w,
+                d,
+                s,
+                bytes,
+                root as c_int
+            );
+            Self::ok("shmem_broadcastmem", r)
+        })
+    }
+
+    fn fcollect(&mut self, mine: &[u64]) -> Result<Vec<u64>, Failure> {
+        let (abi, w, bytes) = (&self.abi, self.world, mine.len() * 8);
+        self.run(mine, mine.len() * self.n as usize, |d, s| {
+            let r = c!(
+                abi,
+                "shmem_fcollectmem",
+                fn(Team, *mut u64, *const u64, usize) -> c_int,
+                w,
+                d,
+                s,
+                bytes
+            );
+            Self::ok("shmem_fcollectmem", r)
+        })
+    }
+
+    fn alltoall(&mut self, mine: &[u64]) -> Result<Vec<u64>, Failure> {
+        let (abi, w, bytes) = (&self.abi, self.world, mine.len() * 8 / self.n as usize);
+        self.run(mine, mine.len(), |d, s| {
+            let r = c!(
+                abi,
+                "shmem_alltoallmem",
+                fn(Team, *mut u64, *const u64, usize) -> c_int,
+                w,
+                d,
+                s,
+                bytes
+            );
+            Self::ok("shmem_alltoallmem", r)
+        })
+    }
+
+    fn split_reduce(&mut self, start: u32, size: u32, mine: u64) -> Result<Option<u64>, Failure> {
+        let mut team: Team = std::ptr::null_mut();
+        let t = &raw mut team;
+        let r = c!(
+            self.abi,
+            "shmem_team_split_strided",
+            fn(Team, c_int, c_int, c_int, *const c_void, c_long, *mut Team) -> c_int,
+            self.world,
+            start as c_int,
+            2,
+            size as c_int,
+            std::ptr::null(),
+            0,
+            t
+        );
+        Self::ok("shmem_team_split_strided", r)?;
+        if team.is_null() {
+            return Ok(None);
+        }
+        let abi = &self.abi;
+        let got = self.run(&[mine], 1, |d, s| {
+            let r = c!(
+                abi,
+                "shmem_uint64_sum_reduce",
+                fn(Team, *mut u64, *const u64, usize) -> c_int,
+                team,
+                d,
+                s,
+                1
+            );
+            Self::ok("shmem_uint64_sum_reduce", r)
+        })?;
+        let r = c!(self.abi, "shmem_team_sync", fn(Team) -> c_int, team);
+        Self::ok("shmem_team_sync", r)?;
+        c!(self.abi, "shmem_team_destroy", fn(Team), team);
+        Ok(Some(got[0]))
+    }
+
+    fn locked_increment(&mut self) -> Result<(), Failure> {
+        c!(self.abi, "shmem_set_lock", fn(*mut c_long), self.lock);
+        let c = c!(
+            self.abi,
+            "shmem_uint64_g",
+            fn(*const u64, c_int) -> u64,
+            self.counter,
+            0
+        );
+        c!(
+            self.abi,
+            "shmem_uint64_p",
+            fn(*mut u64, u64, c_int),
+            self.counter,
+            c + 1,
+            0
+        );
+        c!(self.abi, "shmem_quiet", fn(),);
+        c!(self.abi, "shmem_clear_lock", fn(*mut c_long), self.lock);
+        Ok(())
+    }
+
+    fn ctx_put(&mut self, value: u64) -> Result<(), Failure> {
+        let mut ctx: *mut c_void = std::ptr::null_mut();
+        let at = &raw mut ctx;
+        let r = c!(
+            self.abi,
+            "shmem_ctx_create",
+            fn(c_long, *mut *mut c_void) -> c_int,
+            0,
+            at
+        );
+        Self::ok("shmem_ctx_create", r)?;
+        let word = self.ctx_words.wrapping_add(self.me as usize);
+        let next = ((self.me + 1) % self.n) as c_int;
+        c!(
+            self.abi,
+            "shmem_ctx_uint64_put",
+            fn(*mut c_void, *mut u64, *const u64, usize, c_int),
+            ctx,
+            word,
+            &value,
+            1,
+            next
+        );
+        c!(self.abi, "shmem_ctx_quiet", fn(*mut c_void), ctx);
+        c!(self.abi, "shmem_ctx_destroy", fn(*mut c_void), ctx);
+        Ok(())
+    }
+
+    fn barrier(&mut self) -> Result<(), Failure> {
+        c!(self.abi, "shmem_barrier_all", fn(),);
+        Ok(())
+    }
+
+    fn counter(&mut self) -> Result<u64, Failure> {
+        Ok(c!(
+            self.abi,
+            "shmem_uint64_g",
+            fn(*const u64, c_int) -> u64,
+            self.counter,
+            0
+        ))
+    }
+
+    fn ctx_word(&mut self, from: u32) -> Result<u64, Failure> {
+        let word = self.ctx_words.wrapping_add(from as usize);
+        Ok(c!(
+            self.abi,
+            "shmem_uint64_g",
+            fn(*const u64, c_int) -> u64,
+            word,
+            self.me as c_int
+        ))
     }
 }
 
@@ -836,7 +1120,7 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
         "model (C ABI): PE {me} of {n}: seed {seed} (replay: SHMEM_MODEL_SEED={seed} cargo test -p shmem-conformance --test sim -- model::)"
     );
     let heap_base = c!(abi, "aclshmemx_get_heap_base", fn() -> *mut c_void,) as usize;
-    let plan = RunSize::new(ctx, n, false)?;
+    let plan = RunSize::new(ctx, n)?;
     let heaps = [
         CWords::new(&abi, heap_base, n)?,
         CWords::new(&abi, heap_base, n)?,
@@ -852,6 +1136,7 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
         !at.is_null(),
         "shmem_calloc of the ticket log returned NULL"
     );
+    let colls = Collectives::new(CColls::new(&abi, me, n as u32)?);
     let mut target = CTarget {
         abi: abi.clone(),
         heaps,
@@ -860,15 +1145,19 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
             at,
             me,
         },
+        colls,
     };
     let sum = run_epochs(&mut target, &plan, seed, me, n)?;
     if me == 0 {
         let mix: Vec<String> = sum.kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
         eprintln!(
-            "model (C ABI): seed {seed}: {} epochs, {} RMA, atomic and signal calls through libshmem.so's symbols on {n} PEs ({} fences) in {:.2?}: {}; PE 0's resident memory (KiB) and descriptors at 10 points: {:?}",
+            "model (C ABI): seed {seed}: {} epochs, {} calls through libshmem.so's symbols on {n} PEs ({} RMA, atomic and signal calls, {} fences; {} collective-phase calls, {} team splits) in {:.2?}: {}; PE 0's resident memory (KiB) and descriptors at 10 points: {:?}",
             plan.epochs,
+            sum.total + sum.coll_calls * n,
             sum.total,
             sum.fences,
+            sum.coll_calls * n,
+            target.colls.splits,
             sum.elapsed,
             mix.join(", "),
             sum.samples
@@ -878,6 +1167,7 @@ fn random_epochs(ctx: &Ctx) -> Outcome {
     for h in &target.heaps {
         h.free()?;
     }
+    target.colls.ops.free()?;
     c!(abi, "shmem_free", fn(*mut u64), target.log.at);
     c!(abi, "shmem_free", fn(*mut u64), slot);
     c!(abi, "shmem_finalize", fn(),);
