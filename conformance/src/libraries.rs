@@ -64,3 +64,23 @@ pub fn build(b: Build<'_>) -> Result<PathBuf, String> {
     }
     Ok(dir.join(profile))
 }
+
+/// `target/<profile>` once the OpenSHMEM and CANN C library `libshmem.so` is built there, with
+/// the ACL runtime's stand-in it needs beside it: built once per process (the test runner's
+/// C-ABI cases, the C ABI's own tests), so that the library is always this source tree's.
+pub fn c_library_dir() -> Result<PathBuf, String> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = build(Build {
+                packages: &["shmem-c", "shmem-acl"],
+                features: None,
+                apart: None,
+            })?;
+            if !dir.join("libshmem.so").is_file() {
+                return Err(format!("no libshmem.so in {}", dir.display()));
+            }
+            Ok(dir)
+        })
+        .clone()
+}

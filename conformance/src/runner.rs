@@ -273,7 +273,10 @@ fn run_trial(case: Case, n: u32, backend: &'static str) -> Result<(), Failed> {
         job = job.env(k, v);
     }
     if case.needs.contains(&Need::CLibrary) {
-        job = job.env(crate::cases::C_LIBRARY_VAR, c_library()?);
+        job = job.env(
+            crate::cases::C_LIBRARY_VAR,
+            crate::libraries::c_library_dir()?.join("libshmem.so"),
+        );
     }
     if let Expect::PeKilled { .. } = case.expect {
         job = job.keep_going(true);
@@ -282,23 +285,6 @@ fn run_trial(case: Case, n: u32, backend: &'static str) -> Result<(), Failed> {
         .run()
         .map_err(|e| format!("could not launch the trial: {e}"))?;
     judge(&case, &report).map_err(|why| Failed::from(describe(&why, &report)))
-}
-
-/// The project's `libshmem.so`, built once per run with this binary's cargo and profile.
-fn c_library() -> Result<std::path::PathBuf, String> {
-    static BUILT: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
-        std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            // With the ACL runtime's stand-in, which `libshmem.so` needs beside it.
-            let dir = crate::libraries::build(crate::libraries::Build {
-                packages: &["shmem-c", "shmem-acl"],
-                features: None,
-                apart: None,
-            })?;
-            Ok(dir.join("libshmem.so"))
-        })
-        .clone()
 }
 
 fn judge(case: &Case, report: &JobReport) -> Result<(), String> {

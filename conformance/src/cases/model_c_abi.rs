@@ -214,28 +214,28 @@ impl CWords {
     fn amo_typed<T: CWord>(
         &self,
         at: At,
-        amo: &str,
+        amo: Amo,
         val: u64,
         cond: u64,
         pe: u32,
     ) -> Result<Option<u64>, Failure> {
-        let (a, name) = (self.addr(at).cast::<T>(), amo_routine::<T>(amo));
+        let (a, name) = (self.addr(at).cast::<T>(), amo_routine::<T>(amo.name(false)));
         let (v, c, pe) = (T::from_u64(val), T::from_u64(cond), pe as c_int);
         let fetched: T = match amo {
-            "atomic_add" | "atomic_or" | "atomic_and" | "atomic_xor" | "atomic_set" => {
+            Amo::Add | Amo::Or | Amo::And | Amo::Xor | Amo::Set => {
                 c!(self.abi, &name, fn(*mut T, T, c_int), a, v, pe);
                 return Ok(None);
             }
-            "atomic_inc" => {
+            Amo::Inc => {
                 c!(self.abi, &name, fn(*mut T, c_int), a, pe);
                 return Ok(None);
             }
-            "atomic_fetch_add" | "atomic_fetch_or" | "atomic_fetch_and" | "atomic_fetch_xor"
-            | "atomic_swap" => c!(self.abi, &name, fn(*mut T, T, c_int) -> T, a, v, pe),
-            "atomic_fetch_inc" => c!(self.abi, &name, fn(*mut T, c_int) -> T, a, pe),
-            "atomic_fetch" => c!(self.abi, &name, fn(*const T, c_int) -> T, a, pe),
-            "atomic_compare_swap" => c!(self.abi, &name, fn(*mut T, T, T, c_int) -> T, a, c, v, pe),
-            other => unreachable!("no blocking atomic {other}"),
+            Amo::FetchAdd | Amo::FetchOr | Amo::FetchAnd | Amo::FetchXor | Amo::Swap => {
+                c!(self.abi, &name, fn(*mut T, T, c_int) -> T, a, v, pe)
+            }
+            Amo::FetchInc => c!(self.abi, &name, fn(*mut T, c_int) -> T, a, pe),
+            Amo::Fetch => c!(self.abi, &name, fn(*const T, c_int) -> T, a, pe),
+            Amo::CompareSwap => c!(self.abi, &name, fn(*mut T, T, T, c_int) -> T, a, c, v, pe),
         };
         Ok(Some(fetched.to_u64()))
     }
@@ -245,19 +245,15 @@ impl CWords {
         &self,
         slot: *mut T,
         at: At,
-        amo: &str,
+        amo: Amo,
         val: u64,
         cond: u64,
         pe: u32,
     ) -> Outcome {
-        let (a, name) = (self.addr(at).cast::<T>(), amo_routine::<T>(amo));
+        let (a, name) = (self.addr(at).cast::<T>(), amo_routine::<T>(amo.name(true)));
         let (v, c, pe) = (T::from_u64(val), T::from_u64(cond), pe as c_int);
         match amo {
-            "atomic_fetch_add_nbi"
-            | "atomic_fetch_or_nbi"
-            | "atomic_fetch_and_nbi"
-            | "atomic_fetch_xor_nbi"
-            | "atomic_swap_nbi" => {
+            Amo::FetchAdd | Amo::FetchOr | Amo::FetchAnd | Amo::FetchXor | Amo::Swap => {
                 c!(
                     self.abi,
                     &name,
@@ -268,9 +264,9 @@ impl CWords {
                     pe
                 )
             }
-            "atomic_fetch_inc_nbi" => c!(self.abi, &name, fn(*mut T, *mut T, c_int), slot, a, pe),
-            "atomic_fetch_nbi" => c!(self.abi, &name, fn(*mut T, *const T, c_int), slot, a, pe),
-            "atomic_compare_swap_nbi" => {
+            Amo::FetchInc => c!(self.abi, &name, fn(*mut T, *mut T, c_int), slot, a, pe),
+            Amo::Fetch => c!(self.abi, &name, fn(*mut T, *const T, c_int), slot, a, pe),
+            Amo::CompareSwap => {
                 c!(
                     self.abi,
                     &name,
@@ -282,7 +278,7 @@ impl CWords {
                     pe
                 )
             }
-            other => unreachable!("no non-blocking atomic {other}"),
+            other => unreachable!("the schedule never issues {other:?} without blocking"),
         }
         Ok(())
     }
@@ -552,11 +548,10 @@ impl Words for CWords {
     }
 
     fn amo(&self, at: At, amo: Amo, val: u64, cond: u64, pe: u32) -> Result<Option<u64>, Failure> {
-        let name = amo.name(false);
         match at.0 {
-            Region::A64 => self.amo_typed::<u64>(at, name, val, cond, pe),
-            Region::A32 => self.amo_typed::<u32>(at, name, val, cond, pe),
-            Region::Ai64 => self.amo_typed::<i64>(at, name, val, cond, pe),
+            Region::A64 => self.amo_typed::<u64>(at, amo, val, cond, pe),
+            Region::A32 => self.amo_typed::<u32>(at, amo, val, cond, pe),
+            Region::Ai64 => self.amo_typed::<i64>(at, amo, val, cond, pe),
             other => unreachable!("no atomics on {other:?}"),
         }
     }
@@ -671,15 +666,15 @@ impl Words for CWords {
                     nbi: true,
                     ..
                 } => {
-                    let (at, name) = ((loc.region, loc.idx), amo.name(true));
+                    let (at, a) = ((loc.region, loc.idx), *amo);
                     match loc.region {
                         Region::A64 => {
-                            self.amo_nbi_typed(&mut b64[k], at, name, *val, *cond, loc.pe)?
+                            self.amo_nbi_typed(&mut b64[k], at, a, *val, *cond, loc.pe)?
                         }
                         Region::A32 => {
-                            self.amo_nbi_typed(&mut b32[k], at, name, *val, *cond, loc.pe)?
+                            self.amo_nbi_typed(&mut b32[k], at, a, *val, *cond, loc.pe)?
                         }
-                        _ => self.amo_nbi_typed(&mut bi64[k], at, name, *val, *cond, loc.pe)?,
+                        _ => self.amo_nbi_typed(&mut bi64[k], at, a, *val, *cond, loc.pe)?,
                     }
                 }
                 Op::PutSignal {

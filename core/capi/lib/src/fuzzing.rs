@@ -704,9 +704,7 @@ impl Run<'_> {
 
     /// Releases what the input made and checks that the instance still works.
     fn finish(self) {
-        let Run {
-            made, base, local, ..
-        } = self;
+        let Run { made, local, .. } = self;
         // SAFETY: handles and blocks this input made and has not released; then a put and a
         // get of 8 bytes between the heap's first word and the local buffer.
         unsafe {
@@ -743,7 +741,6 @@ impl Run<'_> {
                 "releasing the input's objects or the round trip logged an error"
             );
         }
-        let _ = base;
     }
 }
 

@@ -13,23 +13,7 @@ use std::process::Command;
 /// and profile (cargo does not hold the build directory while tests run). This keeps the
 /// library the C programs link always the one of this source tree, never a stale one.
 pub(crate) fn target_dir() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = shmem_conformance::libraries::build(shmem_conformance::libraries::Build {
-                packages: &["shmem-c", "shmem-acl"],
-                features: None,
-                apart: None,
-            })
-            .unwrap_or_else(|e| panic!("{e}"));
-            assert!(
-                dir.join("libshmem.so").is_file(),
-                "no libshmem.so in {}",
-                dir.display()
-            );
-            dir
-        })
-        .clone()
+    shmem_conformance::libraries::c_library_dir().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The repository's root.
