@@ -35,10 +35,10 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 
 /// Set for the PEs the driver starts: the driver's clock when it started `shmemrun`.
 const T0: &str = "SHMEM_SCALE_T0_NS";
-/// Barriers timed per job.
-const BARRIERS: usize = 100;
-/// Bytes each PE sends each other PE in the alltoall.
-const ALLTOALL: usize = 1024;
+/// Set for the PEs the driver starts: the barriers to time (`--barriers`).
+const BARRIERS: &str = "SHMEM_SCALE_BARRIERS";
+/// Set for the PEs the driver starts: the bytes of the alltoall (`--alltoall`).
+const ALLTOALL: &str = "SHMEM_SCALE_ALLTOALL";
 /// Marks a PE's result line.
 const MARK: &str = "shmem-scale:";
 /// Set for the PEs of a `--create` job: the first of the ports instance 1 may use.
@@ -59,6 +59,13 @@ struct Args {
     /// A/B pairs per PE count.
     #[arg(long, default_value_t = 3)]
     pairs: usize,
+    /// Barriers each job times (a profile of the barrier phase wants more).
+    #[arg(long, default_value_t = 100)]
+    barriers: usize,
+    /// Bytes each PE sends each other PE in the alltoall (0: no alltoall, which at 1,024 PEs
+    /// is most of the job's time).
+    #[arg(long, default_value_t = 1024)]
+    alltoall: usize,
     /// Give up on a job after this many seconds (the parent's 1,024-PE ring took minutes).
     #[arg(long, default_value_t = 600)]
     timeout: u64,
@@ -129,7 +136,7 @@ fn create_main(first_port: u16) -> Result<(), shmem::Error> {
     world.finalize()
 }
 
-fn pe_main(t0_ns: u128) -> Result<(), shmem::Error> {
+fn pe_main(t0_ns: u128, barriers: usize, bytes: usize) -> Result<(), shmem::Error> {
     let entered_ns = now_ns();
     let entered = Instant::now();
     let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(
@@ -145,16 +152,19 @@ fn pe_main(t0_ns: u128) -> Result<(), shmem::Error> {
         .unwrap_or(entered);
     inst.barrier_all()?;
     let t = Instant::now();
-    for _ in 0..BARRIERS {
+    for _ in 0..barriers {
         inst.barrier_all()?;
     }
-    let barriers = t.elapsed();
+    let barrier_time = t.elapsed();
     let n = inst.n_pes() as usize;
-    let src = inst.calloc::<u8>(n * ALLTOALL)?;
-    let dst = inst.calloc::<u8>(n * ALLTOALL)?;
+    let src = inst.calloc::<u8>((n * bytes).max(1))?;
+    let dst = inst.calloc::<u8>((n * bytes).max(1))?;
     inst.barrier_all()?;
     let t = Instant::now();
-    inst.team_world().alltoall(dst.as_slice(), src.as_slice())?;
+    if bytes > 0 {
+        inst.team_world()
+            .alltoall(dst.slice(..n * bytes), src.slice(..n * bytes))?;
+    }
     inst.barrier_all()?;
     let alltoall = t.elapsed();
     let (private, pte) = memory_kib();
@@ -167,7 +177,7 @@ fn pe_main(t0_ns: u128) -> Result<(), shmem::Error> {
         entered_ns.saturating_sub(t0_ns) as f64 * 1e-9,
         s(joined - entered),
         s(ready - joined),
-        s(barriers) / BARRIERS as f64,
+        s(barrier_time) / barriers.max(1) as f64,
         s(alltoall),
         s(finalize),
         private + pte,
@@ -200,7 +210,7 @@ fn run(
     n: u32,
     program: &Path,
     args: &[&str],
-    env: (&str, String),
+    env: &[(&str, String)],
     timeout: u64,
 ) -> Result<(f64, String), String> {
     let t = Instant::now();
@@ -214,7 +224,7 @@ fn run(
         ])
         .arg(program)
         .args(args)
-        .env(env.0, env.1)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .map_err(|e| format!("cannot start {}: {e}", shmemrun.display()))?;
     let wall = t.elapsed().as_secs_f64();
@@ -236,7 +246,7 @@ fn create_ab(args: &Args, n: u32, dir: &Path) -> Result<(), String> {
     let job = |d: &Path| -> Result<f64, String> {
         let port = shmem_benches::harness::free_ports(65).to_string();
         let (shmemrun, program) = (d.join("shmemrun"), d.join("shmem-scale"));
-        let (_, stdout) = run(&shmemrun, n, &program, &[], (CREATE, port), args.timeout)?;
+        let (_, stdout) = run(&shmemrun, n, &program, &[], &[(CREATE, port)], args.timeout)?;
         match parse(&stdout).first().and_then(|r| r.first()) {
             Some((_, v)) => Ok(*v),
             None => Err(format!(
@@ -282,7 +292,7 @@ fn driver(args: &Args) -> Result<(), String> {
         ("bootstrap", "bootstrap (s)", 1.0),
         ("segments", "segments + init (s)", 1.0),
         ("barrier", "barrier (us)", 1e6),
-        ("alltoall", "alltoall 1 KiB (ms)", 1e3),
+        ("alltoall", "alltoall (ms)", 1e3),
         ("finalize", "finalize (s)", 1.0),
         ("memory_kib", "memory/PE (MiB)", 1.0 / 1024.0),
         ("private_kib", "of which private", 1.0 / 1024.0),
@@ -297,7 +307,11 @@ fn driver(args: &Args) -> Result<(), String> {
             n,
             &exe,
             &[],
-            (T0, now_ns().to_string()),
+            &[
+                (T0, now_ns().to_string()),
+                (BARRIERS, args.barriers.to_string()),
+                (ALLTOALL, args.alltoall.to_string()),
+            ],
             args.timeout,
         )?;
         let rows = parse(&stdout);
@@ -328,7 +342,7 @@ fn driver(args: &Args) -> Result<(), String> {
             .filter(|p| p.exists())
             .unwrap_or_else(|| other.join("ring"));
         println!(
-            "\n`shmemrun -n N -- ring {BARRIERS}`: this build against {} ({} interleaved pairs)",
+            "\n`shmemrun -n N -- ring 100`: this build against {} ({} interleaved pairs)",
             other.display(),
             args.pairs
         );
@@ -341,9 +355,9 @@ fn driver(args: &Args) -> Result<(), String> {
         for &n in &args.pes {
             let (mut mine, mut theirs, mut ratios) = (vec![], vec![], vec![]);
             for _ in 0..args.pairs {
-                let t0 = || (T0, now_ns().to_string());
-                let a = run(&shmemrun, n, &ring, &["100"], t0(), args.timeout)?.0;
-                let b = run(&o_run, n, &o_ring, &["100"], t0(), args.timeout)?.0;
+                let t0 = || [(T0, now_ns().to_string())];
+                let a = run(&shmemrun, n, &ring, &["100"], &t0(), args.timeout)?.0;
+                let b = run(&o_run, n, &o_ring, &["100"], &t0(), args.timeout)?.0;
                 mine.push(a);
                 theirs.push(b);
                 ratios.push(a / b);
@@ -368,7 +382,12 @@ fn main() -> ExitCode {
             create_main(port).map_err(|e| e.to_string()),
         )
     } else if let Some(t0) = env(T0).and_then(|v| v.parse().ok()) {
-        ("shmem-scale PE", pe_main(t0).map_err(|e| e.to_string()))
+        let barriers = env(BARRIERS).and_then(|v| v.parse().ok()).unwrap_or(100);
+        let bytes = env(ALLTOALL).and_then(|v| v.parse().ok()).unwrap_or(1024);
+        (
+            "shmem-scale PE",
+            pe_main(t0, barriers, bytes).map_err(|e| e.to_string()),
+        )
     } else {
         ("shmem-scale", driver(&Args::parse()))
     };
