@@ -1,7 +1,8 @@
 //! Setting up a job, and the supervision loop that runs it to its end.
 //!
 //! The loop never blocks on one PE: each round it reads the control pipe, collects the status
-//! of every PE that has ended (`waitpid` with `WNOHANG`), checks the timeout, the stop deadlines
+//! of every PE that has ended (`waitpid` with `WNOHANG`, once a `waitid` that leaves the child
+//! unreaped says one has), checks the timeout, the stop deadlines
 //! and the forwarded signals, and then sleeps in `poll` for at most [`TICK`] on the control
 //! pipe, the signal self-pipe and the PEs' output pipes.
 
@@ -351,7 +352,21 @@ impl Supervisor<'_> {
     fn reap(&mut self) {
         let mut failed = None;
         let mut any = false;
-        for p in self.pes.iter_mut().filter(|p| p.end.is_none()) {
+        // One `waitid` that reaps nothing tells whether any child has ended; only then does
+        // each running PE get its own `waitpid` (at 1,024 PEs those were 1,024 system calls
+        // every round, a fifth of a CPU taken from the PEs).
+        let ended = rustix::process::waitid(
+            rustix::process::WaitId::All,
+            rustix::process::WaitIdOptions::EXITED
+                | rustix::process::WaitIdOptions::NOHANG
+                | rustix::process::WaitIdOptions::NOWAIT,
+        );
+        let check_each = !matches!(ended, Ok(None));
+        for p in self
+            .pes
+            .iter_mut()
+            .filter(|p| check_each && p.end.is_none())
+        {
             match p.child.try_wait() {
                 Ok(None) => {}
                 Ok(Some(status)) => {
