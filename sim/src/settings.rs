@@ -11,7 +11,8 @@
 //! The wait policies:
 //! - `adaptive`: when the PEs on this host (the larger of the instance's PE count and the
 //!   launcher's `SHMEMRUN_NPES`) are no more than the CPUs this process may run on, spin for
-//!   20 µs, then sleep on a futex; otherwise never spin: yield the CPU for up to 200 µs, then
+//!   20 µs, then sleep on a futex; otherwise never spin: yield the CPU for up to 200 µs, or
+//!   20 µs per PE queued on each CPU if that is longer (10 ms for 1,024 PEs on 2 CPUs), then
 //!   sleep. This follows the machine measurements: spinning costs a scheduler tick (4 ms) per
 //!   hand-off once PEs outnumber cores, while a cross-core futex wake costs 15–26 µs.
 //! - `spin`: spin for up to 2 ms, then sleep (for benchmarks on dedicated cores).
@@ -61,6 +62,10 @@ pub(crate) struct WaitPhases {
     pub sleep_chunk: Duration,
 }
 
+/// The adaptive policy's yielding, per PE queued on a CPU: about two hand-offs from one PE to
+/// the next (a round of 512 PEs per CPU takes 2.5–5 ms on the reference machine).
+const YIELD_PER_PE: Duration = Duration::from_micros(20);
+
 /// The longest single futex sleep of any policy.
 pub(crate) const SLEEP_CHUNK: Duration = Duration::from_millis(10);
 
@@ -71,7 +76,13 @@ impl WaitPolicy {
             WaitPolicy::Adaptive if local_pes <= cpus => {
                 (Duration::from_micros(20), Duration::ZERO)
             }
-            WaitPolicy::Adaptive => (Duration::ZERO, Duration::from_micros(200)),
+            // A yielding PE runs again once the others sharing its CPU have had a turn, so
+            // it yields for at least a few such rounds before it sleeps: sleeping and being
+            // woken costs two more trips through the scheduler.
+            WaitPolicy::Adaptive => (
+                Duration::ZERO,
+                Duration::from_micros(200).max(YIELD_PER_PE * (local_pes / cpus.max(1))),
+            ),
             WaitPolicy::Spin => (Duration::from_millis(2), Duration::ZERO),
             WaitPolicy::Yield => (Duration::ZERO, Duration::from_millis(1)),
             WaitPolicy::Sleep => (Duration::ZERO, Duration::ZERO),
@@ -247,5 +258,13 @@ mod tests {
         assert!(p.yield_for > Duration::ZERO);
         let p = WaitPolicy::Adaptive.phases(2, 2);
         assert!(p.spin > Duration::ZERO);
+    }
+
+    #[test]
+    fn adaptive_yields_for_longer_the_more_pes_share_a_cpu() {
+        let phases = |pes| WaitPolicy::Adaptive.phases(pes, 2).yield_for;
+        assert_eq!(phases(8), Duration::from_micros(200));
+        assert_eq!(phases(1024), Duration::from_micros(20 * 512));
+        assert!(phases(64) < phases(256));
     }
 }
