@@ -168,12 +168,14 @@ fn pe_main(t0_ns: u128, barriers: usize, bytes: usize) -> Result<(), shmem::Erro
     inst.barrier_all()?;
     let alltoall = t.elapsed();
     let (private, pte) = memory_kib();
+    let me = inst.my_pe();
     let t = Instant::now();
     inst.finalize()?;
     let finalize = t.elapsed();
     let s = |d: Duration| d.as_secs_f64();
     println!(
-        "{MARK} spawn={} bootstrap={} segments={} barrier={} alltoall={} finalize={} memory_kib={} private_kib={private} pte_kib={pte}",
+        "{MARK} pe={} spawn={} bootstrap={} segments={} barrier={} alltoall={} finalize={} memory_kib={} private_kib={private} pte_kib={pte}",
+        me,
         entered_ns.saturating_sub(t0_ns) as f64 * 1e-9,
         s(joined - entered),
         s(ready - joined),

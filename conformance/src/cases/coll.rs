@@ -19,6 +19,9 @@ pub(crate) fn cases() -> Vec<Case> {
         Case::new("coll::alltoall_and_alltoalls", |c| {
             on_both_instances(c, alltoalls)
         }),
+        Case::new("coll::alltoall_blocks_across_2_mib_boundaries", |c| {
+            alltoall_across_regions(&c.world()?)
+        }),
         Case::new("coll::reductions_every_op_and_type", |c| {
             on_both_instances(c, reductions)
         })
@@ -289,6 +292,52 @@ fn alltoalls(inst: &Instance) -> Outcome {
     for b in [src, dst, s2, d2] {
         b.free()?;
     }
+    Ok(())
+}
+
+/// An alltoall whose source spans more than 2 MiB, so that some member's block crosses a
+/// multiple of 2 MiB (where a page-table page ends): that block is pushed to its member by
+/// every PE instead of being pulled. Every element of every block is checked.
+fn alltoall_across_regions(inst: &Instance) -> Outcome {
+    const REGION: usize = 2 << 20;
+    let (me, n) = (inst.my_pe(), inst.n_pes());
+    let nn = n as usize;
+    // A little over 2 MiB / n per block, in 4-byte elements.
+    let k = REGION / 4 / nn + 12;
+    let src = inst.calloc::<i32>(k * nn)?;
+    let dst = inst.calloc::<i32>(k * nn)?;
+    let start = src.as_ptr() as usize;
+    let crossing: Vec<usize> = (0..nn)
+        .filter(|r| {
+            let b = start + r * k * 4;
+            b / REGION != (b + k * 4 - 1) / REGION
+        })
+        .collect();
+    check!(
+        !crossing.is_empty(),
+        "no block of the {} bytes at {start:#x} crosses a 2 MiB boundary",
+        k * nn * 4
+    );
+    let val = |from: u32, to: usize, i: usize| (from as i32) << 24 ^ (to as i32) << 20 ^ i as i32;
+    src.as_slice().put(
+        &(0..nn)
+            .flat_map(|to| (0..k).map(move |i| val(me, to, i)))
+            .collect::<Vec<_>>(),
+        me,
+    )?;
+    inst.team_world().alltoall(dst.as_slice(), src.as_slice())?;
+    let got = dst.as_slice().to_vec(me)?;
+    for from in 0..nn {
+        for i in 0..k {
+            check_eq!(
+                got[from * k + i],
+                val(from as u32, me as usize, i),
+                "block from {from} (crossing: {crossing:?}), element {i}"
+            );
+        }
+    }
+    src.free()?;
+    dst.free()?;
     Ok(())
 }
 

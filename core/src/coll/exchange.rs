@@ -8,6 +8,10 @@ use crate::error::{Error, Result};
 use crate::sym::SymSlice;
 use crate::team::{Team, words};
 
+/// What one page-table page maps: a block of an alltoall that crosses a multiple of it (the
+/// segments start at one) reaches two regions of every peer.
+const REGION: usize = 2 << 20;
+
 impl Team {
     /// One round of a small exchange through the gather scratch, with no entry barrier: puts
     /// every `(rank, offset, data)` of `puts` (exactly one per member) into that member's
@@ -220,7 +224,7 @@ impl Team {
                 self.scratch_round(dest.byte_len(), (0..n).map(|r| (r as u32, at, part(r))))?;
             return self.copy_own(dest.offset(), area, dest.byte_len());
         }
-        self.pull_blocks(dest.offset(), source.offset() + at, block)
+        self.pull_blocks(dest.offset(), source.offset(), block)
     }
 
     /// Fault point `coll.in_exchange`: after the first of an exchange's blocks.
@@ -231,27 +235,50 @@ impl Team {
         }
     }
 
-    /// The large alltoall: once every member has entered, each pulls its block from every
-    /// member's source (`from` there, `len` bytes) into `dest` at the member's rank, starting
-    /// with the next rank so that the members do not all read the same peer at once; a second
-    /// sync keeps each source in place until every member has read it.
+    /// The large alltoall: once every member has entered, each pulls its block (`len` bytes
+    /// at `source + rank * len` of every member's heap) into `dest` at the member's rank,
+    /// starting with the next rank so that the members do not all read the same peer at once;
+    /// a second sync keeps each source in place until every member has read it.
     ///
     /// Pulling touches one region of each peer's heap, its source. Pushing with a signal per
     /// block touched two (the destination and the team's sync words, far apart at the heap's
-    /// start), and at 1,024 PEs each region of a peer costs this PE a page-table page.
-    fn pull_blocks(&self, dest: usize, from: usize, len: usize) -> Result<()> {
+    /// start), and at 1,024 PEs each 2 MiB region of a peer that a PE reaches costs it a
+    /// page-table page. A block that crosses a 2 MiB boundary would cost its member two per
+    /// peer (4 MiB more at 1,024 PEs), so such a block is pushed to its member by every
+    /// member instead, before the second sync.
+    fn pull_blocks(&self, dest: usize, source: usize, len: usize) -> Result<()> {
         let n = self.n_pes();
         let me = self.my_pe();
+        let block = |r: u32| source + r as usize * len;
+        let crosses = |r: u32| len <= REGION && block(r) / REGION != (block(r) + len - 1) / REGION;
         self.sync()?;
         for (i, r) in (1..=n).map(|k| (me + k) % n).enumerate() {
             let to = shmem_backend::LocalMut::Segment {
                 offset: dest + r as usize * len,
                 len,
             };
-            // SAFETY: see the comment on the impl in `coll/mod.rs`: both ranges were checked
-            // against views of the heap, and the member is a PE of the instance.
-            unsafe { self.t().get(self.q(), self.pe_of(r), from, to) }?;
+            if r == me || !crosses(me) {
+                // SAFETY: see the comment on the impl in `coll/mod.rs`: both ranges were
+                // checked against views of the heap, and the member is a PE of the instance.
+                unsafe { self.t().get(self.q(), self.pe_of(r), block(me), to) }?;
+            }
             self.in_exchange(i);
+        }
+        let mut pushed = false;
+        for r in (0..n).filter(|&r| r != me && crosses(r)) {
+            let from = shmem_backend::Local::Segment {
+                offset: block(r),
+                len,
+            };
+            // SAFETY: as above.
+            unsafe {
+                self.t()
+                    .put(self.q(), self.pe_of(r), dest + me as usize * len, from)
+            }?;
+            pushed = true;
+        }
+        if pushed {
+            self.t().quiet(self.q())?;
         }
         self.sync()
     }
