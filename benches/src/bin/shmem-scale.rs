@@ -156,6 +156,10 @@ fn pe_main(t0_ns: u128, barriers: usize, bytes: usize) -> Result<(), shmem::Erro
         inst.barrier_all()?;
     }
     let barrier_time = t.elapsed();
+    // The PEs that leave the last barrier first must not start the next phase (zeroing the
+    // alltoall's buffers, page fault by page fault) while the others have yet to be scheduled
+    // to leave it: that time would count in their barriers.
+    inst.barrier_all()?;
     let n = inst.n_pes() as usize;
     let src = inst.calloc::<u8>((n * bytes).max(1))?;
     let dst = inst.calloc::<u8>((n * bytes).max(1))?;
