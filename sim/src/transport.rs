@@ -856,8 +856,15 @@ impl SimTransport {
         };
         // SAFETY: as above; 4-byte aligned inside the word.
         let low = unsafe { &*low.cast::<AtomicU32>() };
-        // SAFETY: the first member is a PE of the instance; the word is aligned and in bounds.
-        let before = unsafe { self.atomic(q, first, b.arrive, Width::W64, AmoOp::Add(1)) }?;
+        let before = if q.immediate() {
+            // No one sleeps on the control block for this word (the barrier's waiters sleep on
+            // its futex), so the add needs no wake-up check of its own.
+            count.fetch_add(1, Ordering::SeqCst)
+        } else {
+            // SAFETY: the first member is a PE of the instance; the word is aligned and in
+            // bounds.
+            unsafe { self.atomic(q, first, b.arrive, Width::W64, AmoOp::Add(1)) }?
+        };
         if before + 1 >= target {
             if before + 1 == target && sleepers.load(Ordering::SeqCst) != 0 {
                 // `i32::MAX`, not `u32::MAX`: the kernel reads the count as a signed int.

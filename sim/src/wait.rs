@@ -35,11 +35,20 @@ pub(crate) fn wait_until(
     if pred()? {
         return Ok(());
     }
-    if phases.spin.is_zero() && !phases.yield_for.is_zero() {
-        // With more PEs than CPUs, the others have had their turn when this one runs again,
-        // and the condition usually holds: try once before touching the clock or anything
-        // else (at 1,024 PEs on 2 CPUs each turn starts with cold caches, and two clock reads
-        // were 8% of a barrier's time).
+    // The first try of the first phase comes before anything else (the clock, held stream
+    // work): it usually ends the wait. Spinning, the other PE's write often lands during the
+    // first few iterations, and a clock read first delayed the 2-PE barrier by a tenth;
+    // yielding with more PEs than CPUs, the others have had their turn when this one runs
+    // again (at 1,024 PEs on 2 CPUs each turn starts with cold caches, and two clock reads
+    // were 8% of a barrier's time).
+    if !phases.spin.is_zero() {
+        for _ in 0..64 {
+            std::hint::spin_loop();
+            if pred()? {
+                return Ok(());
+            }
+        }
+    } else if !phases.yield_for.is_zero() {
         std::thread::yield_now();
         if pred()? {
             return Ok(());
