@@ -299,12 +299,17 @@ fn driver(args: &Args) -> Result<(), String> {
         std::env::var("SHMEM_WAIT_POLICY").unwrap_or_else(|_| "adaptive".into()),
         std::thread::available_parallelism().map_or(1, |n| n.get()),
     );
+    let alltoall = match args.alltoall {
+        0 => "no alltoall".to_string(),
+        b if b % 1024 == 0 => format!("alltoall {} KiB (ms)", b / 1024),
+        b => format!("alltoall {b} B (ms)"),
+    };
     let phases = [
         ("spawn", "spawn (s)", 1.0),
         ("bootstrap", "bootstrap (s)", 1.0),
         ("segments", "segments + init (s)", 1.0),
         ("barrier", "barrier (us)", 1e6),
-        ("alltoall", "alltoall (ms)", 1e3),
+        ("alltoall", alltoall.as_str(), 1e3),
         ("finalize", "finalize (s)", 1.0),
         ("memory_kib", "memory/PE (MiB)", 1.0 / 1024.0),
         ("private_kib", "of which private", 1.0 / 1024.0),
