@@ -12,8 +12,8 @@
 //! - `adaptive`: when the PEs on this host (the larger of the instance's PE count and the
 //!   launcher's `SHMEMRUN_NPES`) are no more than the CPUs this process may run on, spin for
 //!   20 µs, then sleep on a futex; otherwise never spin: yield the CPU for up to 200 µs, or
-//!   20 µs per PE queued on each CPU if that is longer (10 ms for 1,024 PEs on 2 CPUs), then
-//!   sleep. This follows the machine measurements: spinning costs a scheduler tick (4 ms) per
+//!   20 µs per PE queued on each CPU if that is longer (10 ms for 1,024 PEs on 2 CPUs; at
+//!   most 20 ms), then sleep. This follows the machine measurements: spinning costs a scheduler tick (4 ms) per
 //!   hand-off once PEs outnumber cores, while a cross-core futex wake costs 15–26 µs.
 //! - `spin`: spin for up to 2 ms, then sleep (for benchmarks on dedicated cores).
 //! - `yield`: yield for up to 1 ms, then sleep.
@@ -66,6 +66,10 @@ pub(crate) struct WaitPhases {
 /// the next (a round of 512 PEs per CPU takes 2.5–5 ms on the reference machine).
 const YIELD_PER_PE: Duration = Duration::from_micros(20);
 
+/// The adaptive policy's longest yielding, whatever the PEs per CPU: a PE that waits long
+/// still spends at most this much CPU time before it sleeps.
+const MAX_YIELD: Duration = Duration::from_millis(20);
+
 /// The longest single futex sleep of any policy.
 pub(crate) const SLEEP_CHUNK: Duration = Duration::from_millis(10);
 
@@ -81,7 +85,8 @@ impl WaitPolicy {
             // woken costs two more trips through the scheduler.
             WaitPolicy::Adaptive => (
                 Duration::ZERO,
-                Duration::from_micros(200).max(YIELD_PER_PE * (local_pes / cpus.max(1))),
+                (YIELD_PER_PE * (local_pes / cpus.max(1)))
+                    .clamp(Duration::from_micros(200), MAX_YIELD),
             ),
             WaitPolicy::Spin => (Duration::from_millis(2), Duration::ZERO),
             WaitPolicy::Yield => (Duration::ZERO, Duration::from_millis(1)),
@@ -266,5 +271,6 @@ mod tests {
         assert_eq!(phases(8), Duration::from_micros(200));
         assert_eq!(phases(1024), Duration::from_micros(20 * 512));
         assert!(phases(64) < phases(256));
+        assert_eq!(phases(1 << 20), MAX_YIELD);
     }
 }
