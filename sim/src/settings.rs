@@ -13,8 +13,9 @@
 //!   launcher's `SHMEMRUN_NPES`) are no more than the CPUs this process may run on, spin for
 //!   20 µs, then sleep on a futex; otherwise never spin: yield the CPU for up to 200 µs, or
 //!   20 µs per PE queued on each CPU if that is longer (10 ms for 1,024 PEs on 2 CPUs; at
-//!   most 20 ms), then sleep. This follows the machine measurements: spinning costs a scheduler tick (4 ms) per
-//!   hand-off once PEs outnumber cores, while a cross-core futex wake costs 15–26 µs.
+//!   most 20 ms), then sleep. This follows the machine measurements: spinning costs a
+//!   scheduler tick (4 ms) per hand-off once PEs outnumber cores, while a cross-core futex
+//!   wake costs 15–26 µs.
 //! - `spin`: spin for up to 2 ms, then sleep (for benchmarks on dedicated cores).
 //! - `yield`: yield for up to 1 ms, then sleep.
 //! - `sleep`: sleep on the futex at once.
