@@ -822,6 +822,31 @@ impl CColls {
         Ok(())
     }
 
+    /// [`CColls::run`] for a collective of the shape `name(team, dest, source, n)`, which
+    /// returns 0 on success.
+    fn run_team(
+        &self,
+        team: Team,
+        name: &str,
+        mine: &[u64],
+        out: usize,
+        n: usize,
+    ) -> Result<Vec<u64>, Failure> {
+        let abi = &self.abi;
+        self.run(mine, out, |d, s| {
+            let r = c!(
+                abi,
+                name,
+                fn(Team, *mut u64, *const u64, usize) -> c_int,
+                team,
+                d,
+                s,
+                n
+            );
+            Self::ok(name, r)
+        })
+    }
+
     /// `mine` into the source; then `f` on the destination and source; the destination's
     /// first `out` words.
     fn run(
@@ -878,19 +903,8 @@ impl CollOps for CColls {
     }
 
     fn reduce(&mut self, mine: &[u64]) -> Result<Vec<u64>, Failure> {
-        let (abi, w, len) = (&self.abi, self.world, mine.len());
-        self.run(mine, len, |d, s| {
-            let r = c!(
-                abi,
-                "shmem_uint64_sum_reduce",
-                fn(Team, *mut u64, *const u64, usize) -> c_int,
-                w,
-                d,
-                s,
-                len
-            );
-            Self::ok("shmem_uint64_sum_reduce", r)
-        })
+        let len = mine.len();
+        self.run_team(self.world, "shmem_uint64_sum_reduce", mine, len, len)
     }
 
     fn broadcast(&mut self, root: u32, mine: &[u64]) -> Result<Vec<u64>, Failure> {
@@ -911,35 +925,13 @@ impl CollOps for CColls {
     }
 
     fn fcollect(&mut self, mine: &[u64]) -> Result<Vec<u64>, Failure> {
-        let (abi, w, bytes) = (&self.abi, self.world, mine.len() * 8);
-        self.run(mine, mine.len() * self.n as usize, |d, s| {
-            let r = c!(
-                abi,
-                "shmem_fcollectmem",
-                fn(Team, *mut u64, *const u64, usize) -> c_int,
-                w,
-                d,
-                s,
-                bytes
-            );
-            Self::ok("shmem_fcollectmem", r)
-        })
+        let out = mine.len() * self.n as usize;
+        self.run_team(self.world, "shmem_fcollectmem", mine, out, mine.len() * 8)
     }
 
     fn alltoall(&mut self, mine: &[u64]) -> Result<Vec<u64>, Failure> {
-        let (abi, w, bytes) = (&self.abi, self.world, mine.len() * 8 / self.n as usize);
-        self.run(mine, mine.len(), |d, s| {
-            let r = c!(
-                abi,
-                "shmem_alltoallmem",
-                fn(Team, *mut u64, *const u64, usize) -> c_int,
-                w,
-                d,
-                s,
-                bytes
-            );
-            Self::ok("shmem_alltoallmem", r)
-        })
+        let bytes = mine.len() * 8 / self.n as usize;
+        self.run_team(self.world, "shmem_alltoallmem", mine, mine.len(), bytes)
     }
 
     fn split_reduce(&mut self, start: u32, size: u32, mine: u64) -> Result<Option<u64>, Failure> {
@@ -961,19 +953,7 @@ impl CollOps for CColls {
         if team.is_null() {
             return Ok(None);
         }
-        let abi = &self.abi;
-        let got = self.run(&[mine], 1, |d, s| {
-            let r = c!(
-                abi,
-                "shmem_uint64_sum_reduce",
-                fn(Team, *mut u64, *const u64, usize) -> c_int,
-                team,
-                d,
-                s,
-                1
-            );
-            Self::ok("shmem_uint64_sum_reduce", r)
-        })?;
+        let got = self.run_team(team, "shmem_uint64_sum_reduce", &[mine], 1, 1)?;
         let r = c!(self.abi, "shmem_team_sync", fn(Team) -> c_int, team);
         Self::ok("shmem_team_sync", r)?;
         c!(self.abi, "shmem_team_destroy", fn(Team), team);

@@ -114,6 +114,9 @@ unsafe extern "C" {
     fn aclshmemx_set_log_level(level: c_int) -> i32;
 }
 
+/// `shmem_putmem`, `shmem_getmem` and their `_nbi` forms.
+type MemFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int);
+
 /// The heap of the fuzzing instance.
 const HEAP: usize = 2 << 20;
 /// How far around the heap drawn addresses reach.
@@ -332,41 +335,35 @@ impl Run<'_> {
         // must check.
         unsafe {
             match op {
-                0 | 1 => {
+                0 | 1 | 4 => {
+                    let (name, put): (_, MemFn) = match op {
+                        4 => ("shmem_putmem_nbi", shmem_putmem_nbi),
+                        _ => ("shmem_putmem", shmem_putmem),
+                    };
                     let (d, pe) = (self.remote(), self.b.pe());
                     let (s, n) = self.local_any();
-                    self.call("shmem_putmem", || {
-                        shmem_putmem(d, s, n, pe);
+                    self.call(name, || {
+                        put(d, s, n, pe);
                         None
                     });
                 }
-                2 | 3 => {
+                2 | 3 | 5 => {
+                    let (name, get): (_, MemFn) = match op {
+                        5 => ("shmem_getmem_nbi", shmem_getmem_nbi),
+                        _ => ("shmem_getmem", shmem_getmem),
+                    };
                     let (s, pe) = (self.remote(), self.b.pe());
                     let (d, n) = self.local_any();
-                    self.call("shmem_getmem", || {
-                        shmem_getmem(d, s, n, pe);
+                    self.call(name, || {
+                        get(d, s, n, pe);
                         None
                     });
-                }
-                4 => {
-                    let (d, pe) = (self.remote(), self.b.pe());
-                    let (s, n) = self.local_any();
-                    self.call("shmem_putmem_nbi", || {
-                        shmem_putmem_nbi(d, s, n, pe);
-                        None
-                    });
-                }
-                5 => {
-                    let (s, pe) = (self.remote(), self.b.pe());
-                    let (d, n) = self.local_any();
-                    self.call("shmem_getmem_nbi", || {
-                        shmem_getmem_nbi(d, s, n, pe);
-                        None
-                    });
-                    self.call("shmem_quiet", || {
-                        shmem_quiet();
-                        None
-                    });
+                    if op == 5 {
+                        self.call("shmem_quiet", || {
+                            shmem_quiet();
+                            None
+                        });
+                    }
                 }
                 6 => {
                     let (d, pe) = (self.remote().cast(), self.b.pe());
