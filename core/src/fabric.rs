@@ -621,6 +621,7 @@ impl Fabric {
     /// # Safety
     ///
     /// [`Transport::barrier`]'s.
+    #[inline]
     pub(crate) unsafe fn barrier(
         &self,
         q: &Queue,

@@ -828,6 +828,7 @@ impl SimTransport {
     /// # Safety
     ///
     /// [`Transport::barrier`]'s.
+    #[inline]
     unsafe fn barrier_now(
         &self,
         q: &SimQueue,
@@ -1546,6 +1547,7 @@ impl Transport for SimTransport {
         }
     }
 
+    #[inline]
     unsafe fn barrier(
         &self,
         q: &SimQueue,

@@ -16,6 +16,7 @@ use crate::instance::Instance;
 /// Records that this PE enters one more collective call on the team of `state`, of `inst`:
 /// the count goes to the team's ENTERED word, which only hang reports read (so no waiter is
 /// woken for it), with a plain store where the transport maps this PE's segment on the host.
+#[inline]
 pub(crate) fn record_entry(inst: &Instance, state: &TeamState) -> Result<()> {
     inst.check_peers()?;
     let n = state.enter();

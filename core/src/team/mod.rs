@@ -424,6 +424,7 @@ impl Context {
 /// A barrier over the team of `state` (a team of `inst`) on `q`, as hang reports and timeouts
 /// name it by `what`: records the entry, takes the next epoch and waits in the transport's
 /// barrier. [`Team::run_barrier`] and the instance's world barrier, which makes no team handle.
+#[inline]
 pub(crate) fn barrier_over(
     inst: &Instance,
     state: &TeamState,
