@@ -349,6 +349,41 @@ fn environment_contract_per_pe() {
     assert!(!other.contains(&secret) && !other.contains(&job), "{other}");
 }
 
+/// Every PE's `GLIBC_TUNABLES` in a job of `n` PEs given `tunables` (`None`: unset).
+fn pe_tunables(n: u32, tunables: Option<&str>) -> BTreeSet<String> {
+    let mut job = sh(n, r#"echo "${GLIBC_TUNABLES-unset}""#).output(Output::Capture);
+    job = match tunables {
+        Some(t) => job.env("GLIBC_TUNABLES", t),
+        None => job.env_remove("GLIBC_TUNABLES"),
+    };
+    let report = job.run().unwrap();
+    assert_eq!(report.exit_code, 0, "{:?}", report.outputs);
+    report
+        .outputs
+        .iter()
+        .map(|o| o.stdout_text().trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn glibc_rseq_is_turned_off_only_when_pes_outnumber_cpus() {
+    let cpus = rustix::thread::sched_getaffinity(None)
+        .map(|set| set.count())
+        .expect("the affinity");
+    let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(pe_tunables(cpus, None), set(&["unset"]));
+    assert_eq!(pe_tunables(cpus + 1, None), set(&["glibc.pthread.rseq=0"]));
+    assert_eq!(
+        pe_tunables(cpus + 1, Some("glibc.malloc.arena_max=2")),
+        set(&["glibc.malloc.arena_max=2:glibc.pthread.rseq=0"])
+    );
+    // A program that asks for the registration keeps it.
+    assert_eq!(
+        pe_tunables(cpus + 1, Some("glibc.pthread.rseq=1")),
+        set(&["glibc.pthread.rseq=1"])
+    );
+}
+
 #[test]
 fn program_is_looked_up_in_path() {
     let report = Job::new("sh")

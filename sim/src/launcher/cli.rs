@@ -25,6 +25,10 @@ Each PE is one process running PROGRAM ARGS…, with these environment variables
   SHMEMRUN_CONTROL_FD    inherited descriptor: writing the line `exit <status>` to it ends
                          the whole job with <status> (global_exit)
 
+When the PEs outnumber the CPUs, GLIBC_TUNABLES gets glibc.pthread.rseq=0 added
+(unless it sets glibc.pthread.rseq already): a PE then yields its CPU at every wait,
+and glibc's per-thread rseq area costs a page walk at every process switch.
+
 PE 0 reads the launcher's standard input; the others read /dev/null.
 The job stops when a PE is killed by a signal or exits with a non-zero status, on
 global_exit, on timeout, or on SIGINT/SIGTERM (forwarded to the PEs): the other PEs get

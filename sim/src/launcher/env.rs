@@ -14,6 +14,10 @@
 //! | [`SHMEMRUN_JOB`](JOB) | every PE | a job id, unique per launch (`<launcher pid>-<random hex>`) |
 //! | [`SHMEMRUN_CONTROL_FD`](CONTROL_FD) | every PE | number of an inherited descriptor: the write end of the job's control pipe |
 //!
+//! Beyond the contract, the launcher adds `glibc.pthread.rseq=0` to a PE's `GLIBC_TUNABLES`
+//! when the job's PEs outnumber the CPUs and the tunables do not set it already (see
+//! `spawn::tunables` for why).
+//!
 //! The launcher binds the bootstrap socket itself (to `127.0.0.1:0`), so there is no race for a
 //! port between launching and serving. Both descriptors are inherited only by the PEs that are
 //! meant to have them; in the launcher they stay close-on-exec. The launcher places them at

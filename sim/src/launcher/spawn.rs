@@ -1,6 +1,6 @@
 //! Starting one PE: its command line, environment, standard streams and inherited descriptors.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -35,6 +35,8 @@ pub(super) struct Shared<'a> {
     pub(super) bootstrap_fd: BorrowedFd<'a>,
     /// The strict mode's seed the launcher picked for every PE, if it picked one.
     pub(super) strict_seed: Option<u64>,
+    /// The CPUs the launcher may run on (and so its PEs, which inherit its affinity).
+    pub(super) cpus: u32,
 }
 
 /// A PE just started.
@@ -77,6 +79,43 @@ pub(super) fn strict_seed(job: &Job) -> Option<(u64, bool)> {
     })
 }
 
+/// The C library's settings variable.
+const TUNABLES: &str = "GLIBC_TUNABLES";
+
+/// The glibc setting that turns off its registration of a restartable-sequence (`rseq`) area
+/// for every thread.
+pub(crate) const RSEQ_OFF: &str = "glibc.pthread.rseq=0";
+
+/// The `GLIBC_TUNABLES` to give a PE of a job of `n_pes` PEs on `cpus` CPUs whose tunables
+/// are otherwise `given`, or `None` to leave them as they are.
+///
+/// With more PEs than CPUs, a waiting PE yields its CPU and every turn is a process switch.
+/// After each switch the kernel updates the `rseq` area that glibc registers for every thread,
+/// a page the PE's own turn does not otherwise touch, and with hundreds of PEs per CPU that
+/// page walk and cache miss are a large part of a turn (`docs/performance.md` has the
+/// figures). The launcher turns the registration off for such jobs;
+/// glibc then answers `sched_getcpu` by a system call, and a program that registers its own
+/// area still can. Tunables that already set `glibc.pthread.rseq` are left alone, so a program
+/// that wants the area keeps it with `GLIBC_TUNABLES=glibc.pthread.rseq=1`. Other C libraries
+/// ignore the variable, as glibc before 2.35 ignores the setting.
+pub(crate) fn tunables(given: Option<&OsStr>, n_pes: u32, cpus: u32) -> Option<OsString> {
+    if n_pes <= cpus {
+        return None;
+    }
+    let Some(given) = given.filter(|g| !g.is_empty()) else {
+        return Some(RSEQ_OFF.into());
+    };
+    // A value that is not UTF-8 is left alone: glibc would not parse the addition either.
+    let text = given.to_str()?;
+    if text
+        .split(':')
+        .any(|t| t.split('=').next() == Some("glibc.pthread.rseq"))
+    {
+        return None;
+    }
+    Some(format!("{text}:{RSEQ_OFF}").into())
+}
+
 /// Starts PE `pe`.
 pub(super) fn spawn_pe(shared: &Shared<'_>, pe: u32) -> Result<Started, LaunchError> {
     let job = shared.job;
@@ -112,6 +151,23 @@ pub(super) fn spawn_pe(shared: &Shared<'_>, pe: u32) -> Result<Started, LaunchEr
     }
     if let Some(seed) = shared.strict_seed {
         cmd.env(STRICT_SEED, seed.to_string());
+    }
+    let given = job
+        .pe_env
+        .iter()
+        .rev()
+        .find(|(p, key, _)| *p == pe && key == TUNABLES)
+        .map(|(_, _, value)| Some(value.clone()))
+        .or_else(|| {
+            job.env
+                .iter()
+                .rev()
+                .find(|(key, _)| key == TUNABLES)
+                .map(|(_, value)| value.clone())
+        })
+        .unwrap_or_else(|| std::env::var_os(TUNABLES));
+    if let Some(tunables) = tunables(given.as_deref(), job.n_pes, shared.cpus) {
+        cmd.env(TUNABLES, tunables);
     }
 
     cmd.stdin(if pe == 0 {
@@ -201,4 +257,45 @@ fn dup_high(fd: RawFd) -> io::Result<RawFd> {
         return Err(io::Error::last_os_error());
     }
     Ok(copy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(given: Option<&str>, n_pes: u32, cpus: u32) -> Option<String> {
+        tunables(given.map(OsStr::new), n_pes, cpus).map(|v| v.into_string().expect("UTF-8"))
+    }
+
+    #[test]
+    fn rseq_is_turned_off_only_when_pes_outnumber_cpus() {
+        assert_eq!(t(None, 2, 2), None);
+        assert_eq!(t(None, 1, 4), None);
+        assert_eq!(t(None, 3, 2).as_deref(), Some(RSEQ_OFF));
+        assert_eq!(t(Some(""), 3, 2).as_deref(), Some(RSEQ_OFF));
+    }
+
+    #[test]
+    fn other_tunables_are_kept_and_a_given_rseq_setting_wins() {
+        assert_eq!(
+            t(Some("glibc.malloc.arena_max=2"), 8, 2).as_deref(),
+            Some("glibc.malloc.arena_max=2:glibc.pthread.rseq=0")
+        );
+        assert_eq!(t(Some("glibc.pthread.rseq=1"), 8, 2), None);
+        assert_eq!(
+            t(Some("glibc.malloc.arena_max=2:glibc.pthread.rseq=1"), 8, 2),
+            None
+        );
+        // A setting that only starts with the name is another setting.
+        assert_eq!(
+            t(Some("glibc.pthread.rseq_x=1"), 8, 2).as_deref(),
+            Some("glibc.pthread.rseq_x=1:glibc.pthread.rseq=0")
+        );
+    }
+
+    #[test]
+    fn tunables_that_are_not_utf8_are_left_alone() {
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(tunables(Some(OsStr::from_bytes(b"\xff")), 8, 2), None);
+    }
 }

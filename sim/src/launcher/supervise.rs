@@ -92,6 +92,7 @@ pub(super) fn run(job: &Job) -> Result<JobReport, LaunchError> {
     let strict = spawn::strict_seed(job);
     let shared = Shared {
         strict_seed: strict.filter(|&(_, picked)| picked).map(|(seed, _)| seed),
+        cpus: crate::settings::usable_cpus(),
         job,
         program: &program,
         bootstrap_url: format!("{}{addr}", env::BOOTSTRAP_SCHEME),
