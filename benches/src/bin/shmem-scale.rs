@@ -2,11 +2,21 @@
 //! by phase, and the ring job's time beside another build's (the parent commit's, for example).
 //!
 //! ```text
-//! cargo build --release -p shmem-benches -p shmem-sim -p shmem --bins --example ring
+//! cargo build --release -p shmem-benches -p shmem-sim -p shmem --bins
+//! cargo build --release -p shmem --example ring     # apart: see below
 //! target/release/shmem-scale --pes 64,256,1024
+//! target/release/shmem-scale --pes 64,1024 --alltoall 0 --growth 9
 //! target/release/shmem-scale --pes 1024 --ab OTHER/target/release --pairs 3
 //! target/release/shmem-scale --create 4 --ab OTHER/target/release --pairs 9
 //! ```
+//!
+//! With `--growth PAIRS`, it times only the barrier at the first and the last PE count of
+//! `--pes`, in that many interleaved pairs of jobs, and prints each pair's ratio
+//! t_barrier(last) / t_barrier(first) and their median.
+//!
+//! The example is built by a command of its own: building an example of `shmem` turns on the
+//! features its tests use (the fault points among them) for every package of that command, and
+//! the benchmarks would then carry them.
 //!
 //! With `--create N`, it times instead the creation and finalisation of one more instance
 //! (instance 1, self-launched on a loopback port) on every PE of an `N`-PE job, 20 times per
@@ -75,6 +85,10 @@ struct Args {
     /// instead of the sweep.
     #[arg(long)]
     create: Option<u32>,
+    /// Instead of the sweep, time the barrier at the first and the last PE count of `--pes` in
+    /// this many interleaved pairs of jobs, and print t_barrier(last) / t_barrier(first).
+    #[arg(long, value_name = "PAIRS")]
+    growth: Option<usize>,
 }
 
 fn now_ns() -> u128 {
@@ -285,6 +299,72 @@ fn create_ab(args: &Args, n: u32, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// One job of the sweep on `n` PEs: its wall time and every PE's figures.
+fn sweep_job(shmemrun: &Path, exe: &Path, n: u32, args: &Args) -> Result<(f64, Vec<Row>), String> {
+    let (wall, stdout) = run(
+        shmemrun,
+        n,
+        exe,
+        &[],
+        &[
+            (T0, now_ns().to_string()),
+            (BARRIERS, args.barriers.to_string()),
+            (ALLTOALL, args.alltoall.to_string()),
+        ],
+        args.timeout,
+    )?;
+    let rows = parse(&stdout);
+    if rows.len() != n as usize {
+        return Err(format!("{} of {n} PEs reported", rows.len()));
+    }
+    Ok((wall, rows))
+}
+
+/// Every PE's `key`, times `scale`.
+fn values(rows: &[Row], key: &str, scale: f64) -> Vec<f64> {
+    rows.iter()
+        .filter_map(|r| r.iter().find(|(k, _)| k == key).map(|(_, v)| v * scale))
+        .collect()
+}
+
+/// `--growth PAIRS`: the barrier's growth from the first to the last PE count of `--pes`, the
+/// slowest PE's mean barrier of each job, from interleaved pairs of jobs.
+fn growth(args: &Args, pairs: usize, shmemrun: &Path, exe: &Path) -> Result<(), String> {
+    let (Some(&small), Some(&large)) = (args.pes.first(), args.pes.last()) else {
+        return Err("--growth needs PE counts (--pes)".into());
+    };
+    let barrier = |n: u32| -> Result<f64, String> {
+        let (_, rows) = sweep_job(shmemrun, exe, n, args)?;
+        Ok(values(&rows, "barrier", 1e6)
+            .into_iter()
+            .fold(f64::NAN, f64::max))
+    };
+    let mut table = Table::new(&[
+        "pair",
+        &format!("{small} PEs (us)"),
+        &format!("{large} PEs (us)"),
+        "ratio",
+    ]);
+    let mut ratios = Vec::with_capacity(pairs);
+    for pair in 1..=pairs {
+        let (a, b) = (barrier(small)?, barrier(large)?);
+        ratios.push(b / a);
+        table.row(vec![
+            pair.to_string(),
+            format!("{a:.3}"),
+            format!("{b:.3}"),
+            format!("{:.1}", b / a),
+        ]);
+    }
+    print!("{}", table.render());
+    println!(
+        "t_barrier({large}) / t_barrier({small}): {:.1} (median of {pairs} interleaved pairs; the slowest PE's mean over {} barriers)",
+        median(&mut ratios),
+        args.barriers
+    );
+    Ok(())
+}
+
 fn driver(args: &Args) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dir = exe.parent().ok_or("the program has no directory")?;
@@ -299,6 +379,9 @@ fn driver(args: &Args) -> Result<(), String> {
         std::env::var("SHMEM_WAIT_POLICY").unwrap_or_else(|_| "adaptive".into()),
         std::thread::available_parallelism().map_or(1, |n| n.get()),
     );
+    if let Some(pairs) = args.growth {
+        return growth(args, pairs, &shmemrun, &exe);
+    }
     let alltoall = match args.alltoall {
         0 => "no alltoall".to_string(),
         b if b % 1024 == 0 => format!("alltoall {} KiB (ms)", b / 1024),
@@ -319,28 +402,10 @@ fn driver(args: &Args) -> Result<(), String> {
     head.extend(phases.iter().map(|p| p.1));
     let mut table = Table::new(&head);
     for &n in &args.pes {
-        let (wall, stdout) = run(
-            &shmemrun,
-            n,
-            &exe,
-            &[],
-            &[
-                (T0, now_ns().to_string()),
-                (BARRIERS, args.barriers.to_string()),
-                (ALLTOALL, args.alltoall.to_string()),
-            ],
-            args.timeout,
-        )?;
-        let rows = parse(&stdout);
-        if rows.len() != n as usize {
-            return Err(format!("{} of {n} PEs reported", rows.len()));
-        }
+        let (wall, rows) = sweep_job(&shmemrun, &exe, n, args)?;
         let mut cells = vec![n.to_string(), format!("{wall:.2}")];
         for (key, _, scale) in phases {
-            let mut v: Vec<f64> = rows
-                .iter()
-                .filter_map(|r| r.iter().find(|(k, _)| k == key).map(|(_, v)| v * scale))
-                .collect();
+            let mut v = values(&rows, key, scale);
             let max = v.iter().copied().fold(f64::NAN, f64::max);
             let mid = if v.is_empty() {
                 f64::NAN
