@@ -22,10 +22,10 @@
 //!   copied out of that half. Larger ones: an entry barrier (every `dest` is free), then every
 //!   PE puts its blocks straight into every member's `dest` and waits for its own count.
 //! - **reductions** of at least [`RS_MIN_BYTES`] on teams of up to 9 PEs: reduce-scatter then
-//!   allgather, chunk by chunk. Each PE owns a segment of the chunk: every PE puts its part of
-//!   each segment into the owner's scratch, the owner combines its segment and puts the result
-//!   into every member's `dest`. Two phases per chunk, and the combining is spread over all
-//!   PEs. Others (small vectors, large teams): chunk by chunk up a tree of radix 8 (children
+//!   allgather. After an entry sync each PE owns a segment of the array: it gets that segment
+//!   of every member's `source`, combines it and puts the result into every member's `dest`,
+//!   then signals each member once. Two phases whatever the size, and the combining is spread
+//!   over all PEs. Others (small vectors, large teams): chunk by chunk up a tree of radix 8 (children
 //!   put their partial results into their parent's scratch slots), the root combines, and the
 //!   result goes back down into every member's `dest`; with up to 9 PEs the tree is one level.
 //!   `source` and `dest` may be the same array (in place).

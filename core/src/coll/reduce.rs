@@ -1,12 +1,16 @@
 //! Reductions: and, or, xor, max, min, sum and product over a team.
 
 use bytemuck::{Pod, Zeroable};
-use shmem_backend::SignalOp;
+use shmem_backend::{Local, LocalMut, SignalOp};
 
-use super::{Bytes, REDUCE_BYTES, REDUCE_SLOT, RS_MIN_BYTES, check_len};
+use super::{Bytes, REDUCE_SLOT, RS_MIN_BYTES, check_len};
 use crate::error::{Error, Result};
 use crate::sym::SymSlice;
 use crate::team::{RADIX, Team, words};
+
+/// Bytes of the pieces a reduce-scatter owner combines at a time: its running result and one
+/// member's part, both within the L2 cache.
+const PIECE_BYTES: usize = 32 << 10;
 
 /// A reduction operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -234,69 +238,74 @@ impl Team {
         Ok(())
     }
 
-    /// The reduction as a reduce-scatter and an allgather, chunk by chunk: the members own
-    /// consecutive segments of a chunk; every member puts its part of each segment into the
-    /// owner's reduction scratch (at its own rank's slot), waits for the parts of its own
-    /// segment, combines them and puts the result into every member's `dest`, then waits for
-    /// every other segment's result. A member reaches the next chunk, and so writes into a
-    /// scratch again, only after every owner has sent it a result, which each sends only
-    /// once it has combined out of its scratch.
+    /// The reduction as a reduce-scatter by pulling and an allgather by pushing. Once every
+    /// member has entered (a sync), member `j` owns segment `j` of the array: a piece at a
+    /// time, it gets that piece of every member's `source`, combines them and puts the result
+    /// into every member's `dest`; then it signals each member once. A member returns once
+    /// every owner has signalled it. Segment `j` of a member's arrays is read and written by
+    /// owner `j` alone, which writes a piece only after it has read that piece everywhere, so
+    /// the reduction may be in place; and a member's signals all come after its reads, so no
+    /// member returns (and reuses its `source`) while an owner still reads it. Two phases
+    /// whatever the size (a chunked reduce-scatter through the scratch took two per 48 KiB),
+    /// and each element is copied once less.
     fn reduce_scatter_allgather<T: Reducible>(
         &self,
         op: ReduceOp,
         dest: SymSlice<'_, T>,
         source: SymSlice<'_, T>,
     ) -> Result<()> {
-        let n = self.n_pes() as usize;
-        let me = self.my_pe() as usize;
+        let n = self.n_pes();
+        let me = self.my_pe();
         let sz = std::mem::size_of::<T>();
-        // Elements of one sender's slot; a chunk is at most one slot per member.
-        let slot = (REDUCE_BYTES / n / sz).max(1);
-        let area = self.reduce_area();
+        let seg = dest.len().div_ceil(n as usize);
+        let mine = (me as usize * seg).min(dest.len())..((me as usize + 1) * seg).min(dest.len());
+        let piece = (PIECE_BYTES / sz).max(1).min(mine.len());
+        let mut acc: Vec<T> = vec![T::zeroed(); piece];
+        let mut part: Vec<T> = vec![T::zeroed(); piece];
+        let get = |rank: u32, at: usize, into: &mut [T]| -> Result<()> {
+            let to = LocalMut::Host(bytemuck::cast_slice_mut(into));
+            // SAFETY: see the comment on the impl in `coll/mod.rs`: `at` lies in `source`, a
+            // view of the heap, and the member is a PE of the instance.
+            unsafe { self.t().get(self.q(), self.pe_of(rank), at, to) }
+        };
+        self.sync()?;
         let mut c = self.state.coll();
-        let mut lo = 0;
-        while lo < dest.len() {
-            let hi = (lo + slot * n).min(dest.len());
-            let seg_len = (hi - lo).div_ceil(n);
-            // Segment `j` of the chunk, as element indices relative to `lo`.
-            let seg = |j: usize| (j * seg_len).min(hi - lo)..((j + 1) * seg_len).min(hi - lo);
-            // Segment `j` of this PE's source, straight from its segment.
-            let part = |j: usize| {
-                let s = seg(j);
-                Bytes::Own(source.offset() + (lo + s.start) * sz, s.len() * sz)
-            };
+        let mut lo = mine.start;
+        while lo < mine.end {
+            let m = (mine.end - lo).min(piece);
+            let at = lo * sz;
+            get(me, source.offset() + at, &mut acc[..m])?;
+            // From the next rank on, so that the owners do not all read one member at once.
+            for k in (1..n).map(|d| (me + d) % n) {
+                get(k, source.offset() + at, &mut part[..m])?;
+                combine_into(op, &mut acc[..m], bytemuck::cast_slice(&part[..m]));
+            }
+            let result: &[u8] = bytemuck::cast_slice(&acc[..m]);
             for j in (0..n).filter(|&j| j != me) {
-                self.put_count(j as u32, area + me * slot * sz, part(j), words::UP)?;
+                // SAFETY: as above, in `dest`.
+                unsafe {
+                    self.t().put(
+                        self.q(),
+                        self.pe_of(j),
+                        dest.offset() + at,
+                        Local::Host(result),
+                    )
+                }?;
             }
-            c.up += n as u64 - 1;
-            self.wait_word(words::UP, c.up, "the parts of a reduction segment")?;
-            let mine = seg(me);
-            let mut acc: Vec<T> = bytemuck::pod_collect_to_vec(
-                &self.read_own(source.offset() + (lo + mine.start) * sz, mine.len() * sz)?,
-            );
-            let bytes = acc.len() * sz;
-            if bytes > 0 {
-                for k in (0..n).filter(|&k| k != me) {
-                    combine_into(op, &mut acc, &self.read_own(area + k * slot * sz, bytes)?);
-                }
-            }
-            let result: &[u8] = bytemuck::cast_slice(&acc);
-            let at = dest.offset() + (lo + seg(me).start) * sz;
-            for j in (0..n).filter(|&j| j != me) {
-                self.put_count(j as u32, at, Bytes::Host(result), words::RESULT)?;
-            }
-            if !result.is_empty() {
-                self.write_own(at, result)?;
-            }
-            c.result += n as u64 - 1;
-            self.wait_word(
-                words::RESULT,
-                c.result,
-                "the result segments of a reduction",
-            )?;
-            lo = hi;
+            self.write_own(dest.offset() + at, result)?;
+            lo += m;
         }
-        Ok(())
+        // The signals come after the puts to the same member.
+        self.t().fence(self.q())?;
+        for j in (0..n).filter(|&j| j != me) {
+            self.signal_word(j, words::RESULT, SignalOp::Add, 1)?;
+        }
+        c.result += u64::from(n) - 1;
+        self.wait_word(
+            words::RESULT,
+            c.result,
+            "the result segments of a reduction",
+        )
     }
 
     /// `shmem_and_reduce`.
