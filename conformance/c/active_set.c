@@ -34,6 +34,10 @@ static void check_psync(struct set s, const long *ps, const char *what) {
 static uint64_t *src64, *dst64;
 static uint32_t *src32, *dst32;
 static long *lsrc, *ldst;
+/* A reduction of many elements (one more than a multiple of most set sizes). */
+#define BIG 10001
+static long *big_src, *big_dst;
+static long pwrk_big[BIG / 2 + 1 + SHMEM_REDUCE_MIN_WRKDATA_SIZE];
 
 static void set_buffers(int n) {
     size_t elems = (size_t)(8 * n + n * n + 16);
@@ -43,6 +47,8 @@ static void set_buffers(int n) {
     dst32 = shmem_malloc(elems * sizeof(uint32_t));
     lsrc = shmem_malloc(elems * sizeof(long));
     ldst = shmem_malloc(elems * sizeof(long));
+    big_src = shmem_malloc(BIG * sizeof(long));
+    big_dst = shmem_malloc((BIG + 1) * sizeof(long));
 }
 
 static void run(struct set s, long *ps) {
@@ -206,6 +212,19 @@ static void run(struct set s, long *ps) {
     for (int p = 0; p < s.size; p++) ip *= I;
     for (int i = 0; i < 2; i++) CHECK(cfdst[i] == ip, "complexf_prod_to_all [%d]", i);
     check_psync(s, ps, "complexf_prod_to_all");
+
+    /* A long vector, not a multiple of the set's size: each member combines its own segment. */
+    for (int i = 0; i < BIG; i++) big_src[i] = (long)i * 1000 + s.idx;
+    big_dst[BIG] = GUARD;
+    shmem_long_sum_to_all(big_dst, big_src, BIG, s.start, s.log, s.size, pwrk_big, ps);
+    long idx_sum = (long)s.size * (s.size - 1) / 2;
+    for (int i = 0; i < BIG; i++)
+        CHECK(big_dst[i] == (long)i * 1000 * s.size + idx_sum, "long_sum_to_all of %d [%d] = %ld", BIG, i, big_dst[i]);
+    CHECK(big_dst[BIG] == (long)GUARD, "long_sum_to_all of %d wrote past nreduce", BIG);
+    shmem_long_max_to_all(big_src, big_src, BIG, s.start, s.log, s.size, pwrk_big, ps);
+    for (int i = 0; i < BIG; i++)
+        CHECK(big_src[i] == (long)i * 1000 + s.size - 1, "long_max_to_all of %d in place [%d] = %ld", BIG, i, big_src[i]);
+    check_psync(s, ps, "long_max_to_all in place");
 
     /* The same pSync, back to back with no barrier between: each call restores it. */
     for (int k = 0; k < 50; k++) {

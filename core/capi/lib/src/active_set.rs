@@ -16,9 +16,13 @@
 //! - the other data routines are one barrier (every source is ready), gets from the members'
 //!   sources into this PE's destination, and one barrier (nobody changes a source still being
 //!   read);
+//! - the reductions (`_to_all`) are the same two barriers with a reduce-scatter between them:
+//!   each member gets its segment of the array from every member's source, combines it and
+//!   puts the result into every member's destination;
 //! - `collect` publishes each member's element count in its `pSync[2]` too.
 //!
-//! `pWrk` is not needed (each PE combines the members' sources it gets) and is never touched.
+//! `pWrk` is not needed (each PE combines the segments it gets in its own memory) and is never
+//! touched.
 
 use std::ffi::{c_int, c_long, c_void};
 
@@ -152,16 +156,6 @@ fn times(n: usize, m: usize) -> Result<usize> {
 unsafe fn local<'a, T>(p: *mut T, n: usize) -> &'a mut [T] {
     // SAFETY: per the function's contract.
     unsafe { std::slice::from_raw_parts_mut(p, n) }
-}
-
-/// Copies `src` into the local memory at `dest`.
-///
-/// # Safety
-///
-/// `dest` is writable for `src.len()` elements.
-unsafe fn store<T: Pod>(dest: *mut T, src: &[T]) {
-    // SAFETY: per the function's contract; `src` is a Rust buffer, never overlapping `dest`.
-    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dest, src.len()) };
 }
 
 /// `shmem_barrier` (with `quiet`) and `shmem_sync` (without).
@@ -336,8 +330,16 @@ pub(crate) unsafe fn alltoall<T: Pod>(
 }
 
 /// `shmem_TYPENAME_{and,or,xor,max,min,sum,prod}_to_all`: `dest` on every member gets the
-/// element-wise combination of the members' `source`s. `dest` and `source` may be the same
-/// array; `pWrk` is not used.
+/// element-wise combination of the members' `source`s. `dest` and `source` are symmetric and
+/// may be the same array; `pWrk` is not used.
+///
+/// Member `i` of the set owns segment `i` of the array: once every member has arrived, it gets
+/// that segment of every member's `source`, combines them in set order and puts the result
+/// into every member's `dest`. Segment `i` of a member's arrays is read and written by owner
+/// `i` alone, which writes only after it has read it everywhere, so the reduction may be in
+/// place; the second barrier keeps every `source` in place until its owners have read it, and
+/// every result in place before a member returns. Each member reads the array's length once
+/// (every member reading every member's whole `source` took `size` times that).
 ///
 /// # Safety
 ///
@@ -366,27 +368,31 @@ pub(crate) unsafe fn to_all<T: Reducible>(
         let n = count(nreduce)?;
         let sync = psync(w, p_sync)?;
         let src = view(w, source, n)?;
+        let dst = view(w, dest.cast_const(), n)?;
         barrier(set, sync)?;
-        let mut acc = vec![T::zeroed(); n];
-        let mut theirs = vec![T::zeroed(); n];
-        for (i, pe) in set.members() {
-            if n == 0 {
-                break;
-            }
-            if i == 0 {
-                src.get(&mut acc, pe)?;
-            } else {
-                src.get(&mut theirs, pe)?;
-                for (a, b) in acc.iter_mut().zip(&theirs) {
-                    *a = T::combine(op, *a, *b);
+        let seg = n.div_ceil(set.size as usize);
+        let me = set.me as usize;
+        let mine = (me * seg).min(n)..((me + 1) * seg).min(n);
+        if !mine.is_empty() {
+            let (src, dst) = (src.slice(mine.clone()), dst.slice(mine.clone()));
+            let mut acc = vec![T::zeroed(); mine.len()];
+            let mut theirs = vec![T::zeroed(); mine.len()];
+            for (i, pe) in set.members() {
+                if i == 0 {
+                    src.get(&mut acc, pe)?;
+                } else {
+                    src.get(&mut theirs, pe)?;
+                    for (a, b) in acc.iter_mut().zip(&theirs) {
+                        *a = T::combine(op, *a, *b);
+                    }
                 }
             }
+            for (_, pe) in set.members() {
+                dst.put(&acc, pe)?;
+            }
         }
-        // `dest` may be this PE's `source`, which the others read until they arrive here.
-        barrier(set, sync)?;
-        // SAFETY: the C contract: `dest` holds `nreduce` elements.
-        unsafe { store(dest, &acc) };
-        Ok(())
+        w.quiet()?;
+        barrier(set, sync)
     });
 }
 
