@@ -260,10 +260,29 @@ fn run(
             shmemrun.display(),
             program.display(),
             out.status,
-            String::from_utf8_lossy(&out.stderr)
+            collapse(&String::from_utf8_lossy(&out.stderr))
         ));
     }
     Ok((wall, String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+/// `text` with each line once, in the order of its first appearance, followed by the number of
+/// times it came when more than once: a job whose 1,024 PEs fail alike says so in one line.
+fn collapse(text: &str) -> String {
+    let mut lines: Vec<(&str, usize)> = Vec::new();
+    for line in text.lines() {
+        match lines.iter_mut().find(|(l, _)| *l == line) {
+            Some((_, n)) => *n += 1,
+            None => lines.push((line, 1)),
+        }
+    }
+    lines
+        .iter()
+        .map(|&(l, n)| match n {
+            1 => format!("{l}\n"),
+            n => format!("{l}  ({n} times)\n"),
+        })
+        .collect()
 }
 
 /// `--create n`: this build's and the other's instance creation, interleaved.
@@ -476,8 +495,23 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{who}: {e}");
+            // One write, so that the lines of many PEs sharing the launcher's pipe never mix.
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                format!("{who}: {e}\n").as_bytes(),
+            );
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::collapse;
+
+    #[test]
+    fn repeated_lines_are_counted_once_in_order() {
+        assert_eq!(collapse("a\nb\na\na\nc"), "a  (3 times)\nb\nc\n");
+        assert_eq!(collapse(""), "");
     }
 }

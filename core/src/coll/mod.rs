@@ -25,10 +25,10 @@
 //!   allgather. After an entry sync each PE owns a segment of the array: it gets that segment
 //!   of every member's `source`, combines it and puts the result into every member's `dest`,
 //!   then signals each member once. Two phases whatever the size, and the combining is spread
-//!   over all PEs. Others (small vectors, large teams): chunk by chunk up a tree of radix 8 (children
-//!   put their partial results into their parent's scratch slots), the root combines, and the
-//!   result goes back down into every member's `dest`; with up to 9 PEs the tree is one level.
-//!   `source` and `dest` may be the same array (in place).
+//!   over all PEs. Others (small vectors, large teams): chunk by chunk up a tree of radix 8
+//!   (children put their partial results into their parent's scratch slots), the root
+//!   combines, and the result goes back down into every member's `dest`; with up to 9 PEs the
+//!   tree is one level. `source` and `dest` may be the same array (in place).
 //!
 //! Phases, not messages, are what cost when PEs outnumber cores: every phase makes each waiting
 //! PE go through the scheduler once. The algorithms therefore keep the number of phases small

@@ -93,11 +93,11 @@ pub(crate) const RSEQ_OFF: &str = "glibc.pthread.rseq=0";
 /// After each switch the kernel updates the `rseq` area that glibc registers for every thread,
 /// a page the PE's own turn does not otherwise touch, and with hundreds of PEs per CPU that
 /// page walk and cache miss are a large part of a turn (`docs/performance.md` has the
-/// figures). The launcher turns the registration off for such jobs;
-/// glibc then answers `sched_getcpu` by a system call, and a program that registers its own
-/// area still can. Tunables that already set `glibc.pthread.rseq` are left alone, so a program
-/// that wants the area keeps it with `GLIBC_TUNABLES=glibc.pthread.rseq=1`. Other C libraries
-/// ignore the variable, as glibc before 2.35 ignores the setting.
+/// figures). The launcher turns the registration off for such jobs: glibc then answers
+/// `sched_getcpu` through the vDSO, and a program that registers its own area still can.
+/// Tunables that already set `glibc.pthread.rseq` are left alone, so a program that wants the
+/// area keeps it with `GLIBC_TUNABLES=glibc.pthread.rseq=1`. Other C libraries ignore the
+/// variable, as glibc before 2.35 ignores the setting.
 pub(crate) fn tunables(given: Option<&OsStr>, n_pes: u32, cpus: u32) -> Option<OsString> {
     if n_pes <= cpus {
         return None;
