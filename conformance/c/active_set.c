@@ -266,7 +266,9 @@ int main(void) {
     shmem_fcollect64(dst64, src64, 1, 0, 40, n, ps);          /* a stride of 2^40 */
     shmem_barrier(0, 0, n + 1, ps);                           /* beyond the last PE */
     shmem_long_sum_to_all(lsrc, lsrc, -1, 0, 0, n, NULL, ps); /* a negative count */
-    CHECK(dst64[0] == (uint64_t)GUARD && lsrc[0] == 5, "a refused call moved data");
+    long private_dest[1] = {6};                               /* on the stack: not symmetric */
+    shmem_long_sum_to_all(private_dest, lsrc, 1, 0, 0, n, NULL, ps);
+    CHECK(dst64[0] == (uint64_t)GUARD && lsrc[0] == 5 && private_dest[0] == 6, "a refused call moved data");
     check_psync(world, ps, "refused calls");
     /* A one-PE set: every routine is a local copy. */
     struct set alone = {me, 0, 1, 0, chk2};
