@@ -48,11 +48,8 @@ pub(crate) fn wait_until(
     // again (at 1,024 PEs on 2 CPUs each turn starts with cold caches, and two clock reads
     // were 8% of a barrier's time).
     if !phases.spin.is_zero() {
-        for _ in 0..64 {
-            std::hint::spin_loop();
-            if pred()? {
-                return Ok(());
-            }
+        if spin_a_while(pred)? {
+            return Ok(());
         }
     } else if !phases.yield_for.is_zero() {
         yield_cpu();
@@ -61,6 +58,20 @@ pub(crate) fn wait_until(
         }
     }
     wait_longer(sleep, phases, watchdog, what, pred)
+}
+
+/// Whether `pred` holds within 64 spins.
+#[inline]
+fn spin_a_while(
+    pred: &mut dyn FnMut() -> Result<bool, TransportError>,
+) -> Result<bool, TransportError> {
+    for _ in 0..64 {
+        std::hint::spin_loop();
+        if pred()? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Gives the CPU to another runnable thread: the system call itself, with no library call
@@ -85,11 +96,8 @@ fn wait_longer(
     if !phases.spin.is_zero() {
         let end = start + phases.spin;
         loop {
-            for _ in 0..64 {
-                std::hint::spin_loop();
-                if pred()? {
-                    return Ok(());
-                }
+            if spin_a_while(pred)? {
+                return Ok(());
             }
             if Instant::now() >= end {
                 break;

@@ -346,6 +346,11 @@ fn values(rows: &[Row], key: &str, scale: f64) -> Vec<f64> {
         .collect()
 }
 
+/// The largest of `v` (the slowest PE of a phase); NaN when `v` is empty.
+fn slowest(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::NAN, f64::max)
+}
+
 /// `--growth PAIRS`: the barrier's growth from the first to the last PE count of `--pes`, the
 /// slowest PE's mean barrier of each job, from interleaved pairs of jobs.
 fn growth(args: &Args, pairs: usize, shmemrun: &Path, exe: &Path) -> Result<(), String> {
@@ -354,9 +359,7 @@ fn growth(args: &Args, pairs: usize, shmemrun: &Path, exe: &Path) -> Result<(), 
     };
     let barrier = |n: u32| -> Result<f64, String> {
         let (_, rows) = sweep_job(shmemrun, exe, n, args)?;
-        Ok(values(&rows, "barrier", 1e6)
-            .into_iter()
-            .fold(f64::NAN, f64::max))
+        Ok(slowest(&values(&rows, "barrier", 1e6)))
     };
     let mut table = Table::new(&[
         "pair",
@@ -425,7 +428,7 @@ fn driver(args: &Args) -> Result<(), String> {
         let mut cells = vec![n.to_string(), format!("{wall:.2}")];
         for (key, _, scale) in phases {
             let mut v = values(&rows, key, scale);
-            let max = v.iter().copied().fold(f64::NAN, f64::max);
+            let max = slowest(&v);
             let mid = if v.is_empty() {
                 f64::NAN
             } else {

@@ -84,7 +84,7 @@ const TUNABLES: &str = "GLIBC_TUNABLES";
 
 /// The glibc setting that turns off its registration of a restartable-sequence (`rseq`) area
 /// for every thread.
-pub(crate) const RSEQ_OFF: &str = "glibc.pthread.rseq=0";
+const RSEQ_OFF: &str = "glibc.pthread.rseq=0";
 
 /// The `GLIBC_TUNABLES` to give a PE of a job of `n_pes` PEs on `cpus` CPUs whose tunables
 /// are otherwise `given`, or `None` to leave them as they are.
@@ -94,11 +94,12 @@ pub(crate) const RSEQ_OFF: &str = "glibc.pthread.rseq=0";
 /// a page the PE's own turn does not otherwise touch, and with hundreds of PEs per CPU that
 /// page walk and cache miss are a large part of a turn (`docs/performance.md` has the
 /// figures). The launcher turns the registration off for such jobs: glibc then answers
-/// `sched_getcpu` through the vDSO, and a program that registers its own area still can.
+/// `sched_getcpu` as it did before it registered the area, and a program that registers its
+/// own area still can.
 /// Tunables that already set `glibc.pthread.rseq` are left alone, so a program that wants the
 /// area keeps it with `GLIBC_TUNABLES=glibc.pthread.rseq=1`. Other C libraries ignore the
 /// variable, as glibc before 2.35 ignores the setting.
-pub(crate) fn tunables(given: Option<&OsStr>, n_pes: u32, cpus: u32) -> Option<OsString> {
+fn tunables(given: Option<&OsStr>, n_pes: u32, cpus: u32) -> Option<OsString> {
     if n_pes <= cpus {
         return None;
     }
@@ -114,6 +115,23 @@ pub(crate) fn tunables(given: Option<&OsStr>, n_pes: u32, cpus: u32) -> Option<O
         return None;
     }
     Some(format!("{text}:{RSEQ_OFF}").into())
+}
+
+/// The value of variable `key` that PE `pe` gets from the job (its own setting, then the job's,
+/// which may remove it) or else from the launcher's environment.
+fn given_env(job: &Job, pe: u32, key: &str) -> Option<OsString> {
+    let own = job
+        .pe_env
+        .iter()
+        .rev()
+        .find(|(p, k, _)| *p == pe && k == key);
+    if let Some((_, _, value)) = own {
+        return Some(value.clone());
+    }
+    match job.env.iter().rev().find(|(k, _)| k == key) {
+        Some((_, value)) => value.clone(),
+        None => std::env::var_os(key),
+    }
 }
 
 /// Starts PE `pe`.
@@ -152,20 +170,7 @@ pub(super) fn spawn_pe(shared: &Shared<'_>, pe: u32) -> Result<Started, LaunchEr
     if let Some(seed) = shared.strict_seed {
         cmd.env(STRICT_SEED, seed.to_string());
     }
-    let given = job
-        .pe_env
-        .iter()
-        .rev()
-        .find(|(p, key, _)| *p == pe && key == TUNABLES)
-        .map(|(_, _, value)| Some(value.clone()))
-        .or_else(|| {
-            job.env
-                .iter()
-                .rev()
-                .find(|(key, _)| key == TUNABLES)
-                .map(|(_, value)| value.clone())
-        })
-        .unwrap_or_else(|| std::env::var_os(TUNABLES));
+    let given = given_env(job, pe, TUNABLES);
     if let Some(tunables) = tunables(given.as_deref(), job.n_pes, shared.cpus) {
         cmd.env(TUNABLES, tunables);
     }
