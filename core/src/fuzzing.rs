@@ -1,5 +1,5 @@
 //! The entry points of the fuzz targets (`core/fuzz/`) and of the tests that replay their
-//! corpora (`core/tests/fuzz_corpora.rs`), behind the cargo feature `fuzzing`. Each takes
+//! corpora (`core/reliability/tests/fuzz_corpora.rs`), behind the cargo feature `fuzzing`. Each takes
 //! arbitrary bytes, runs one parser, decoder or state machine of the library on them, and must
 //! return without panicking and without hanging, whatever the bytes.
 

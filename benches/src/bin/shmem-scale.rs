@@ -2,8 +2,7 @@
 //! by phase, and the ring job's time beside another build's (the parent commit's, for example).
 //!
 //! ```text
-//! cargo build --release -p shmem-benches -p shmem-sim -p shmem --bins
-//! cargo build --release -p shmem --example ring     # apart: see below
+//! cargo build --release -p shmem-benches -p shmem-sim -p shmem --bins --example ring
 //! target/release/shmem-scale --pes 64,256,1024
 //! target/release/shmem-scale --pes 64,1024 --alltoall 0 --growth 9
 //! target/release/shmem-scale --pes 1024 --ab OTHER/target/release --pairs 3
@@ -13,10 +12,6 @@
 //! With `--growth PAIRS`, it times only the barrier at the first and the last PE count of
 //! `--pes`, in that many interleaved pairs of jobs, and prints each pair's ratio
 //! t_barrier(last) / t_barrier(first) and their median.
-//!
-//! The example is built by a command of its own: building an example of `shmem` turns on the
-//! features its tests use (the fault points among them) for every package of that command, and
-//! the benchmarks would then carry them.
 //!
 //! With `--create N`, it times instead the creation and finalisation of one more instance
 //! (instance 1, self-launched on a loopback port) on every PE of an `N`-PE job, 20 times per

@@ -2,9 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-#[allow(dead_code)] // only the TLS tests make certificates
-pub(crate) mod pki;
-
 /// The path of this package's example `name`, which `cargo test` builds beside the tests.
 pub(crate) fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test's path");

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 fn corpus(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
+        .join("../fuzz/corpus")
         .join(target)
 }
 

@@ -1,4 +1,4 @@
-//! The program of the bootstrap security tests (`core/tests/security.rs`): a PE of a job that
+//! The program of the bootstrap security tests (`core/reliability/tests/security.rs`): a PE of a job that
 //! meets at an address the user gives, as CANN programs do (`ip_port`, no launcher).
 //!
 //! `port_job PE N PORT` becomes PE `PE` of `N` at `tcp://127.0.0.1:PORT`, with the secret of

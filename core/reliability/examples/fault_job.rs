@@ -1,4 +1,4 @@
-//! The program of the reliability tests (`core/tests/faults.rs`): it passes every fault point
+//! The program of the reliability tests (`core/reliability/tests/faults.rs`): it passes every fault point
 //! of the library in turn (init, a collective allocation, a barrier, a lock, a point-to-point
 //! wait, an exchange collective, a kernel launch, finalize), so that `SHMEM_FAULT` can end or
 //! stop one PE exactly there. A PE whose call fails prints the step and the error on one line.

@@ -1,0 +1,23 @@
+//! What the reliability tests share.
+
+use std::path::{Path, PathBuf};
+
+/// Certificates for the TLS tests (shared with the core's unit tests of the bootstrap).
+#[allow(dead_code)] // only the TLS tests make certificates
+#[path = "../../../tests/common/pki.rs"]
+pub(crate) mod pki;
+
+/// The path of this package's example `name`, which `cargo test` builds beside the tests.
+pub(crate) fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps");
+    let p = dir.join("examples").join(name);
+    assert!(
+        p.is_file(),
+        "cargo test builds the {name} example (for this test alone: cargo build -p shmem-reliability --example {name})"
+    );
+    p
+}
