@@ -235,6 +235,36 @@ static void run(struct set s, long *ps) {
         shmem_barrier(s.start, s.log, s.size, ps);
     }
     check_psync(s, ps, "back-to-back calls");
+
+    /* The data routines back to back on the same pSync, new data every round, no barrier
+     * between: a routine returns once no member reads this PE's source any more (so the next
+     * round may change it), and a fast member's arrivals at the next call never stand in for a
+     * slow member's at this one. */
+    long isum = (long)s.size * (s.size - 1) / 2;
+    for (int k = 0; k < 60; k++) {
+        for (int i = 0; i < N; i++) src64[i] = ((uint64_t)k << 32) | ((uint64_t)s.idx << 8) | (uint64_t)i;
+        shmem_fcollect64(dst64, src64, N, s.start, s.log, s.size, ps);
+        for (int p = 0; p < s.size; p++)
+            for (int i = 0; i < N; i++)
+                CHECK(dst64[p * N + i] == (((uint64_t)k << 32) | ((uint64_t)p << 8) | (uint64_t)i), "round %d: fcollect64 from %d [%d]", k, p, i);
+        for (int i = 0; i < N; i++) lsrc[i] = (long)k * 1000 + s.idx + i;
+        shmem_long_sum_to_all(ldst, lsrc, N, s.start, s.log, s.size, pwrk_l, ps);
+        for (int i = 0; i < N; i++)
+            CHECK(ldst[i] == (long)k * 1000 * s.size + isum + (long)i * s.size, "round %d: long_sum_to_all [%d] = %ld", k, i, ldst[i]);
+        if (k % 3 == 0) shmem_barrier(s.start, s.log, s.size, ps);
+        for (int j = 0; j < s.size; j++)
+            for (int i = 0; i < 2; i++) src64[j * 2 + i] = ((uint64_t)k << 32) | ((uint64_t)s.idx << 16) | ((uint64_t)j << 8) | (uint64_t)i;
+        shmem_alltoall64(dst64, src64, 2, s.start, s.log, s.size, ps);
+        for (int p = 0; p < s.size; p++)
+            for (int i = 0; i < 2; i++)
+                CHECK(dst64[p * 2 + i] == (((uint64_t)k << 32) | ((uint64_t)p << 16) | ((uint64_t)s.idx << 8) | (uint64_t)i), "round %d: alltoall64 from %d [%d]", k, p, i);
+        for (int i = 0; i <= s.idx; i++) src32[i] = (uint32_t)k << 16 | (uint32_t)(s.idx << 8) | (uint32_t)i;
+        shmem_collect32(dst32, src32, (size_t)s.idx + 1, s.start, s.log, s.size, ps);
+        for (int p = 0, at = 0; p < s.size; at += p + 1, p++)
+            for (int i = 0; i <= p; i++)
+                CHECK(dst32[at + i] == ((uint32_t)k << 16 | (uint32_t)(p << 8) | (uint32_t)i), "round %d: collect32 from %d [%d]", k, p, i);
+    }
+    check_psync(s, ps, "back-to-back data routines");
 }
 
 int main(void) {

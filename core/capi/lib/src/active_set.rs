@@ -13,12 +13,16 @@
 //!   may serve the next call at once (OpenSHMEM asks only that it be reused after a barrier);
 //! - the broadcast is one phase: the root puts into every member's `dest` and sets its
 //!   `pSync[2]` after the data, and each member waits for that word and clears it;
-//! - the other data routines are one barrier (every source is ready), gets from the members'
-//!   sources into this PE's destination, and one barrier (nobody changes a source still being
-//!   read);
-//! - the reductions (`_to_all`) are the same two barriers with a reduce-scatter between them:
-//!   each member gets its segment of the array from every member's source, combines it and
-//!   puts the result into every member's destination;
+//! - the other data routines run between two counted arrivals ([`arrive`]): the first says
+//!   every source is ready, the second that nobody reads a source any more. In each, every
+//!   member adds one to a word of every other member's `pSync` (`pSync[0]` for the first,
+//!   `pSync[1]` for the second) and waits until its own word counts all the others, so the
+//!   last to arrive releases everyone at once (the barrier's release passes through its first
+//!   member, one more process switch when PEs outnumber the cores). Between them, the routine
+//!   gets from the members' sources into this PE's destination;
+//! - the reductions (`_to_all`) do a reduce-scatter between the two arrivals: each member gets
+//!   its segment of the array from every member's source, combines it and puts the result
+//!   into every member's destination;
 //! - `collect` publishes each member's element count in its `pSync[2]` too.
 //!
 //! `pWrk` is not needed (each PE combines the segments it gets in its own memory) and is never
@@ -118,6 +122,44 @@ fn barrier(set: &ActiveSet, sync: SymSlice<'_, i64>) -> Result<()> {
         release.wait_until(Cmp::Eq, 1)?;
         release.atomic_swap(0, me)?;
     }
+    Ok(())
+}
+
+/// Which counted arrival of a routine: the one before its reads of the members' sources, or the
+/// one after them. Each counts in a `pSync` word of its own.
+#[derive(Clone, Copy)]
+enum Arrival {
+    /// Every member's source is ready (`pSync[0]`).
+    Ready,
+    /// No member reads a source any more (`pSync[1]`).
+    Done,
+}
+
+/// Counted arrival `which` over `set` on `pSync` (see the module's description): adds one to
+/// the word on every other member, completes the adds, waits until this PE's word counts every
+/// other member and takes their count off it again.
+///
+/// A word may hold arrivals of a later call (a member that has finished this call and gone on
+/// to the next one with the same `pSync`); only this call's are taken off. They can never stand
+/// in for an arrival of this call that is still missing: a member reaches a later call's
+/// `Ready` only after this call's `Done`, which no member passes before every member has
+/// completed its adds of this call's `Ready` (the adds of each arrival are completed before its
+/// wait), and likewise for `Done`. A barrier ([`barrier`]) in between keeps the same order.
+fn arrive(w: &Instance, set: &ActiveSet, sync: SymSlice<'_, i64>, which: Arrival) -> Result<()> {
+    if set.size == 1 {
+        return Ok(());
+    }
+    let word = sync.elem(which as usize);
+    // Starting after this PE spreads the first adds over the members.
+    for k in 1..set.size {
+        word.atomic_add(1, set.pe((set.me + k) % set.size))?;
+    }
+    w.quiet()?;
+    let others = i64::from(set.size - 1);
+    word.wait_until(Cmp::Ge, others)?;
+    // A fetching atomic is complete when it returns: a later wait on this word sees the count
+    // without this call's arrivals.
+    word.atomic_fetch_add(-others, w.my_pe())?;
     Ok(())
 }
 
@@ -246,7 +288,7 @@ pub(crate) unsafe fn collect<T: Pod>(
         if !fixed {
             sync.elem(2).atomic_set(n, w.my_pe())?;
         }
-        barrier(set, sync)?;
+        arrive(w, set, sync, Arrival::Ready)?;
         let mut at = 0usize;
         for (_, pe) in set.members() {
             let theirs = if fixed {
@@ -263,7 +305,7 @@ pub(crate) unsafe fn collect<T: Pod>(
                 .checked_add(theirs)
                 .ok_or_else(|| Error::InvalidParam("the collected elements overflow".into()))?;
         }
-        barrier(set, sync)?;
+        arrive(w, set, sync, Arrival::Done)?;
         if !fixed {
             sync.elem(2).atomic_swap(0, w.my_pe())?;
         }
@@ -300,7 +342,7 @@ pub(crate) unsafe fn alltoall<T: Pod>(
             }
         };
         let sync = psync(w, p_sync)?;
-        barrier(set, sync)?;
+        arrive(w, set, sync, Arrival::Ready)?;
         if nelems > 0 {
             // This PE's block of each member's source: elements me*nelems .. (me+1)*nelems,
             // `sst` apart; the span from its first to its last element is fetched at once.
@@ -325,7 +367,7 @@ pub(crate) unsafe fn alltoall<T: Pod>(
                 }
             }
         }
-        barrier(set, sync)
+        arrive(w, set, sync, Arrival::Done)
     });
 }
 
@@ -369,7 +411,7 @@ pub(crate) unsafe fn to_all<T: Reducible>(
         let sync = psync(w, p_sync)?;
         let src = view(w, source, n)?;
         let dst = view(w, dest.cast_const(), n)?;
-        barrier(set, sync)?;
+        arrive(w, set, sync, Arrival::Ready)?;
         let seg = n.div_ceil(set.size as usize);
         let me = set.me as usize;
         let mine = (me * seg).min(n)..((me + 1) * seg).min(n);
@@ -391,8 +433,9 @@ pub(crate) unsafe fn to_all<T: Reducible>(
                 dst.put(&acc, pe)?;
             }
         }
+        // The puts into the members' destinations are complete before the arrival's adds.
         w.quiet()?;
-        barrier(set, sync)
+        arrive(w, set, sync, Arrival::Done)
     });
 }
 
