@@ -59,3 +59,86 @@ pub fn cache_line_round_trip() -> f64 {
     let _ = t.join();
     per
 }
+
+/// Seconds per `bytes` copied by `threads` threads at once, each `memcpy`ing its share between
+/// hot private buffers of its own: the aggregate bandwidth of that many cores. Each thread is
+/// pinned to a CPU of its own where the process may use that many (left to the scheduler, two
+/// threads of a 2-CPU VM shared one CPU in some batches and not in others).
+pub fn memcpy_parallel(bytes: usize, threads: usize) -> f64 {
+    use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+    let cpus: Vec<usize> = sched_getaffinity(None)
+        .map(|set| (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
+        .unwrap_or_default();
+    let share = bytes.div_ceil(threads.max(1));
+    let reps = (64usize << 20)
+        .checked_div(bytes)
+        .unwrap_or(1)
+        .clamp(8, 200_000);
+    let mut buffers: Vec<(Vec<u8>, Vec<u8>)> = (0..threads)
+        .map(|_| (vec![1u8; share], vec![0u8; share]))
+        .collect();
+    median_per_op(9, reps, || {
+        let start = std::sync::Barrier::new(threads);
+        std::thread::scope(|s| {
+            for (k, (src, dst)) in buffers.iter_mut().enumerate() {
+                let start = &start;
+                let cpu = (cpus.len() >= threads).then(|| cpus[k]);
+                s.spawn(move || {
+                    if let Some(cpu) = cpu {
+                        let mut one = CpuSet::new();
+                        one.set(cpu);
+                        // Unpinned, the figure is the scheduler's placement's, as before.
+                        let _ = sched_setaffinity(None, &one);
+                    }
+                    start.wait();
+                    for _ in 0..reps {
+                        dst.copy_from_slice(black_box(src));
+                        black_box(&mut *dst);
+                    }
+                });
+            }
+        });
+    })
+}
+
+/// Seconds per hand-off between two threads pinned to the same CPU that pass a turn back and
+/// forth with `sched_yield`: the least a switch from one waiting thread (or block, or PE) to
+/// another costs when they outnumber the cores. `None` when the threads cannot be pinned.
+pub fn same_core_yield_handoff() -> Option<f64> {
+    use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity, sched_yield};
+    const TURNS: u64 = 20_000;
+    let allowed = sched_getaffinity(None).ok()?;
+    let cpu = (0..CpuSet::MAX_CPU).find(|&c| allowed.is_set(c))?;
+    let mut one = CpuSet::new();
+    one.set(cpu);
+    let turn = AtomicU64::new(0);
+    let unpinned = std::sync::atomic::AtomicBool::new(false);
+    let pinned = std::sync::Barrier::new(2);
+    // Each thread waits for its parity and passes the turn on; `TURNS` hand-offs in all.
+    let play = |parity: u64| -> Option<f64> {
+        if sched_setaffinity(None, &one).is_err() {
+            unpinned.store(true, Ordering::Relaxed);
+        }
+        pinned.wait();
+        if unpinned.load(Ordering::Relaxed) {
+            return None;
+        }
+        let t = std::time::Instant::now();
+        loop {
+            let now = turn.load(Ordering::Acquire);
+            if now >= TURNS {
+                return Some(t.elapsed().as_secs_f64());
+            }
+            if now % 2 == parity {
+                turn.store(now + 1, Ordering::Release);
+            }
+            sched_yield();
+        }
+    };
+    // Both on threads of their own: a thread keeps its affinity, and the caller's must stay.
+    let (a, b) = std::thread::scope(|s| {
+        let (one, other) = (s.spawn(|| play(0)), s.spawn(|| play(1)));
+        (one.join().ok().flatten(), other.join().ok().flatten())
+    });
+    Some(a?.max(b?) / TURNS as f64)
+}

@@ -51,6 +51,8 @@ fn shmem_bench_smoke_runs_every_measurement() {
         "broadcast",
         "switch the active instance",
         "put beside memcpy",
+        "kernel transfer, inside one launch",
+        "barrier_all from 8 blocks of each PE",
     ] {
         assert!(
             stdout.contains(row),

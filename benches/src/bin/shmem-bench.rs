@@ -332,13 +332,16 @@ fn print_results(inst: &Instance, results: &BTreeMap<String, f64>) {
     }
 }
 
-/// Block counts and sizes of the kernel put bandwidth.
-const KERNEL_BLOCKS: [u32; 4] = [1, 8, 16, 48];
+/// Block counts and sizes of the kernel put and get bandwidth.
+const KERNEL_BLOCKS: [u32; 4] = [1, 2, 8, 48];
 const KERNEL_SIZES: [usize; 3] = [64 << 10, 1 << 20, 4 << 20];
+/// Blocks per PE of the kernel `barrier_all`.
+const KERNEL_BARRIER_BLOCKS: u32 = 8;
 
 /// Kernels on simulated AI cores, PE 0 measuring towards PE 1 (both launch, in step): an empty
-/// 1-block launch and its synchronisation; a put of each size split among the blocks (each
-/// block's share through its UB, then `SyncAll`); `barrier_all` from 8 blocks of both PEs.
+/// 1-block launch and its synchronisation; puts and gets of each size split among the blocks
+/// (each block's share through its UB), many in one launch so that the launch is not counted;
+/// `barrier_all` from 8 blocks of both PEs.
 fn kernels(inst: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), shmem::Error> {
     let (me, peer) = (inst.my_pe(), 1 - inst.my_pe());
     let max = *KERNEL_SIZES.last().expect("sizes");
@@ -358,32 +361,40 @@ fn kernels(inst: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), s
             }
         }),
     );
-    for blocks in KERNEL_BLOCKS {
-        for size in KERNEL_SIZES {
-            let reps = ((64usize << 20) / size).clamp(4, 64);
-            inst.barrier_all()?;
-            let t = median_per_op(9, reps, || {
-                for _ in 0..reps {
-                    inst.launch(&stream, "put", blocks, move |dev| {
+    for op in ["put", "get"] {
+        for blocks in KERNEL_BLOCKS {
+            for size in KERNEL_SIZES {
+                // 64 MiB a launch: the launch is a small part of it.
+                let transfers = (64usize << 20) / size;
+                inst.barrier_all()?;
+                let t = median_per_op(5, transfers, || {
+                    inst.launch(&stream, op, blocks, move |dev| {
                         let share = size.div_ceil(blocks as usize);
                         let b = dev.block_idx() as usize;
                         let (lo, hi) = ((b * share).min(size), ((b + 1) * share).min(size));
                         if me == 0 && hi > lo {
-                            dev.putmem((d + lo) as *mut u8, (s + lo) as *const u8, hi - lo, peer)?;
+                            for _ in 0..transfers {
+                                let (to, from) = ((d + lo) as *mut u8, (s + lo) as *const u8);
+                                if op == "put" {
+                                    dev.putmem(to, from, hi - lo, peer)?;
+                                } else {
+                                    dev.getmem(to, from, hi - lo, peer)?;
+                                }
+                            }
                         }
                         dev.sync_all()
                     })
                     .expect("launch");
                     stream.synchronize().expect("synchronize");
-                }
-            });
-            results.insert(format!("kernel_put_{blocks}_{size}"), t);
+                });
+                results.insert(format!("kernel_{op}_{blocks}_{size}"), t);
+            }
         }
     }
     inst.barrier_all()?;
     let per_launch = 500;
     let t = median_per_op(5, per_launch, || {
-        inst.launch(&stream, "barrier", 8, move |dev| {
+        inst.launch(&stream, "barrier", KERNEL_BARRIER_BLOCKS, move |dev| {
             for _ in 0..per_launch {
                 dev.barrier_all()?;
             }
@@ -392,7 +403,7 @@ fn kernels(inst: &Instance, results: &mut BTreeMap<String, f64>) -> Result<(), s
         .expect("launch");
         stream.synchronize().expect("synchronize");
     });
-    results.insert("kernel_barrier_8".into(), t);
+    results.insert("kernel_barrier".into(), t);
     // CANN's host path on a stream: `aclshmemx_putmem_on_stream` of 8 bytes, then
     // `aclrtSynchronizeStream`; `aclshmemx_barrier_on_stream` (a 1-block kernel), then the same.
     let ctx = inst.stream_ctx(&stream)?;
@@ -780,35 +791,62 @@ fn driver(args: &Args) -> Result<(), String> {
                 .copied()
                 .ok_or_else(|| format!("missing result {key}"))
         };
-        println!("\nkernels on simulated AI cores, 2 PEs (medians of 9 batches):");
+        println!("\nkernels on simulated AI cores, 2 PEs (medians of 9 batches; bandwidth: of 5):");
         println!(
             "  launch + synchronise an empty 1-block kernel: {}",
             us(g("kernel_launch")?)
         );
-        println!(
-            "  barrier_all from 8 blocks of each PE:         {}",
-            us(g("kernel_barrier_8")?)
-        );
+        // The floor of a kernel barrier when blocks outnumber the cores: every block of every
+        // PE runs once, one hand-off after another on each core.
+        let turns = KERNEL_BARRIER_BLOCKS * 2 / cpus.max(1) as u32;
+        let barrier = g("kernel_barrier")?;
+        match limits::same_core_yield_handoff() {
+            Some(h) => println!(
+                "  barrier_all from {KERNEL_BARRIER_BLOCKS} blocks of each PE: {} = {:.1} x ({} blocks / {cpus} cores) x a same-core yield hand-off ({})",
+                us(barrier),
+                barrier / (f64::from(turns) * h),
+                KERNEL_BARRIER_BLOCKS * 2,
+                us(h)
+            ),
+            None => println!(
+                "  barrier_all from {KERNEL_BARRIER_BLOCKS} blocks of each PE: {} (no hand-off figure: threads cannot be pinned here)",
+                us(barrier)
+            ),
+        }
         println!(
             "  CANN's stream path, 2 PEs: an 8-byte put on a stream + synchronise: {}; a barrier on the stream (a 1-block kernel) + synchronise: {}",
             us(g("stream_put")?),
             us(g("stream_barrier")?)
         );
+        // Every transfer goes through UB: two copies. One block is one thread's memcpy;
+        // several blocks share the cores, so their bound is the cores' aggregate.
         let mut t = Table::new(&[
-            "kernel put to a peer",
+            "kernel transfer, inside one launch",
             "1 block",
+            "/ (memcpy/2)",
+            "2 blocks",
             "8 blocks",
-            "16 blocks",
             "48 blocks",
-            "memcpy",
+            "2+ blocks / (2-thread memcpy/2)",
         ]);
-        for size in KERNEL_SIZES {
-            let mut row = vec![shmem_benches::stats::size(size)];
-            for blocks in KERNEL_BLOCKS {
-                row.push(gbps(size, g(&format!("kernel_put_{blocks}_{size}"))?));
+        for op in ["put", "get"] {
+            for size in KERNEL_SIZES {
+                let half_copy = limits::memcpy(size) * 2.0;
+                let half_pair = limits::memcpy_parallel(size, 2) * 2.0;
+                let k = |blocks: u32| g(&format!("kernel_{op}_{blocks}_{size}"));
+                let mut row = vec![
+                    format!("{op} {}", shmem_benches::stats::size(size)),
+                    gbps(size, k(1)?),
+                    format!("{:.2}", half_copy / k(1)?),
+                ];
+                let mut best = f64::INFINITY;
+                for blocks in [2, 8, 48] {
+                    row.push(gbps(size, k(blocks)?));
+                    best = best.min(k(blocks)?);
+                }
+                row.push(format!("{:.2} (best)", half_pair / best));
+                t.row(row);
             }
-            row.push(gbps(size, limits::memcpy(size)));
-            t.row(row);
         }
         print!("{}", t.render());
     }
