@@ -18,8 +18,9 @@
 //!   member adds one to a word of every other member's `pSync` (`pSync[0]` for the first,
 //!   `pSync[1]` for the second) and waits until its own word counts all the others, so the
 //!   last to arrive releases everyone at once (the barrier's release passes through its first
-//!   member, one more process switch when PEs outnumber the cores). Between them, the routine
-//!   gets from the members' sources into this PE's destination;
+//!   member, one more process switch when PEs outnumber the cores). Sets of more than 8
+//!   members meet at barriers instead ([`COUNTED_UP_TO`]). Between the two, the routine gets
+//!   from the members' sources into this PE's destination;
 //! - the reductions (`_to_all`) do a reduce-scatter between the two arrivals: each member gets
 //!   its segment of the array from every member's source, combines it and puts the result
 //!   into every member's destination;
@@ -125,6 +126,13 @@ fn barrier(set: &ActiveSet, sync: SymSlice<'_, i64>) -> Result<()> {
     Ok(())
 }
 
+/// The largest set whose data routines meet by counted arrivals. Each member adds to every
+/// other member's word, `size * (size - 1)` adds in all, and an add to a member that sleeps
+/// wakes it to look again. On 2 CPUs (`benches/c/compare.sh`, `osh_coll` rows, the two builds
+/// interleaved) the counted arrivals took 0.75-0.92 of the barriers' time at 4 and 8 PEs, the
+/// same at 16, and at 32 and 64 PEs the barriers took 0.98 and 0.94 of theirs (medians).
+const COUNTED_UP_TO: u32 = 8;
+
 /// Which counted arrival of a routine: the one before its reads of the members' sources, or the
 /// one after them. Each counts in a `pSync` word of its own.
 #[derive(Clone, Copy)]
@@ -145,9 +153,14 @@ enum Arrival {
 /// `Ready` only after this call's `Done`, which no member passes before every member has
 /// completed its adds of this call's `Ready` (the adds of each arrival are completed before its
 /// wait), and likewise for `Done`. A barrier ([`barrier`]) in between keeps the same order.
+///
+/// Sets of more than [`COUNTED_UP_TO`] members meet at a [`barrier`] instead.
 fn arrive(w: &Instance, set: &ActiveSet, sync: SymSlice<'_, i64>, which: Arrival) -> Result<()> {
     if set.size == 1 {
         return Ok(());
+    }
+    if set.size > COUNTED_UP_TO {
+        return barrier(set, sync);
     }
     let word = sync.elem(which as usize);
     // Starting after this PE spreads the first adds over the members.
