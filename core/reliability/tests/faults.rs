@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use shmem_sim::launcher::{Job, JobReport, Output, StopCause, Termination};
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 /// The hang catcher: a fault must end a job well within this.

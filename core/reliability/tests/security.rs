@@ -8,6 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 /// A port that was free a moment ago, below the ephemeral range.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use shmem_sim::launcher::{Job, Output};
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 use common::example;
 

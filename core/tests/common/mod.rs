@@ -1,6 +1,10 @@
-//! What the core's integration tests share.
+//! What the integration tests of the core and of its reliability tests (`core/reliability`,
+//! which include this file) share.
 
 use std::path::{Path, PathBuf};
+
+#[allow(dead_code)] // only the TLS tests make certificates
+pub(crate) mod pki;
 
 /// The path of this package's example `name`, which `cargo test` builds beside the tests.
 pub(crate) fn example(name: &str) -> PathBuf {
@@ -12,7 +16,8 @@ pub(crate) fn example(name: &str) -> PathBuf {
     let p = dir.join("examples").join(name);
     assert!(
         p.is_file(),
-        "cargo test builds the {name} example (for this test alone: cargo build -p shmem --example {name})"
+        "cargo test builds the {name} example (for this test alone: cargo build -p {} --example {name})",
+        env!("CARGO_PKG_NAME")
     );
     p
 }
