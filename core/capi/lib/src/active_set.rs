@@ -143,9 +143,9 @@ enum Arrival {
     Done,
 }
 
-/// Counted arrival `which` over `set` on `pSync` (see the module's description): adds one to
-/// the word on every other member, completes the adds, waits until this PE's word counts every
-/// other member and takes their count off it again.
+/// Counted arrival `which` over `set` on `pSync` (see the module's description): completes
+/// this PE's operations, adds one to the word on every other member, completes the adds, waits
+/// until this PE's word counts every other member and takes their count off it again.
 ///
 /// A word may hold arrivals of a later call (a member that has finished this call and gone on
 /// to the next one with the same `pSync`); only this call's are taken off. They can never stand
@@ -159,6 +159,9 @@ fn arrive(w: &Instance, set: &ActiveSet, sync: SymSlice<'_, i64>, which: Arrival
     if set.size == 1 {
         return Ok(());
     }
+    // What this PE did before (a collect's published count, a reduction's puts into the
+    // members' destinations) is complete before any member counts the arrival.
+    w.quiet()?;
     if set.size > COUNTED_UP_TO {
         return barrier(set, sync);
     }
@@ -446,8 +449,6 @@ pub(crate) unsafe fn to_all<T: Reducible>(
                 dst.put(&acc, pe)?;
             }
         }
-        // The puts into the members' destinations are complete before the arrival's adds.
-        w.quiet()?;
         arrive(w, set, sync, Arrival::Done)
     });
 }
