@@ -60,15 +60,28 @@ pub fn cache_line_round_trip() -> f64 {
     per
 }
 
+/// The CPUs this thread may run on, lowest first (none when the set cannot be read).
+fn allowed_cpus() -> Vec<usize> {
+    use rustix::thread::{CpuSet, sched_getaffinity};
+    sched_getaffinity(None)
+        .map(|set| (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
+        .unwrap_or_default()
+}
+
+/// Pins the calling thread to `cpu`; whether that worked.
+fn pin_to(cpu: usize) -> bool {
+    use rustix::thread::{CpuSet, sched_setaffinity};
+    let mut one = CpuSet::new();
+    one.set(cpu);
+    sched_setaffinity(None, &one).is_ok()
+}
+
 /// Seconds per `bytes` copied by `threads` threads at once, each `memcpy`ing its share between
 /// hot private buffers of its own: the aggregate bandwidth of that many cores. Each thread is
 /// pinned to a CPU of its own where the process may use that many (left to the scheduler, two
 /// threads of a 2-CPU VM shared one CPU in some batches and not in others).
 pub fn memcpy_parallel(bytes: usize, threads: usize) -> f64 {
-    use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
-    let cpus: Vec<usize> = sched_getaffinity(None)
-        .map(|set| (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
-        .unwrap_or_default();
+    let cpus = allowed_cpus();
     let share = bytes.div_ceil(threads.max(1));
     let reps = (64usize << 20)
         .checked_div(bytes)
@@ -84,11 +97,9 @@ pub fn memcpy_parallel(bytes: usize, threads: usize) -> f64 {
                 let start = &start;
                 let cpu = (cpus.len() >= threads).then(|| cpus[k]);
                 s.spawn(move || {
+                    // Unpinned, the figure is the scheduler's placement's.
                     if let Some(cpu) = cpu {
-                        let mut one = CpuSet::new();
-                        one.set(cpu);
-                        // Unpinned, the figure is the scheduler's placement's, as before.
-                        let _ = sched_setaffinity(None, &one);
+                        pin_to(cpu);
                     }
                     start.wait();
                     for _ in 0..reps {
@@ -105,18 +116,14 @@ pub fn memcpy_parallel(bytes: usize, threads: usize) -> f64 {
 /// forth with `sched_yield`: the least a switch from one waiting thread (or block, or PE) to
 /// another costs when they outnumber the cores. `None` when the threads cannot be pinned.
 pub fn same_core_yield_handoff() -> Option<f64> {
-    use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity, sched_yield};
     const TURNS: u64 = 20_000;
-    let allowed = sched_getaffinity(None).ok()?;
-    let cpu = (0..CpuSet::MAX_CPU).find(|&c| allowed.is_set(c))?;
-    let mut one = CpuSet::new();
-    one.set(cpu);
+    let cpu = *allowed_cpus().first()?;
     let turn = AtomicU64::new(0);
     let unpinned = std::sync::atomic::AtomicBool::new(false);
     let pinned = std::sync::Barrier::new(2);
     // Each thread waits for its parity and passes the turn on; `TURNS` hand-offs in all.
     let play = |parity: u64| -> Option<f64> {
-        if sched_setaffinity(None, &one).is_err() {
+        if !pin_to(cpu) {
             unpinned.store(true, Ordering::Relaxed);
         }
         pinned.wait();
@@ -132,7 +139,7 @@ pub fn same_core_yield_handoff() -> Option<f64> {
             if now % 2 == parity {
                 turn.store(now + 1, Ordering::Release);
             }
-            sched_yield();
+            rustix::thread::sched_yield();
         }
     };
     // Both on threads of their own: a thread keeps its affinity, and the caller's must stay.

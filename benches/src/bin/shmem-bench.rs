@@ -798,13 +798,13 @@ fn driver(args: &Args) -> Result<(), String> {
         );
         // The floor of a kernel barrier when blocks outnumber the cores: every block of every
         // PE runs once, one hand-off after another on each core.
-        let turns = KERNEL_BARRIER_BLOCKS * 2 / cpus.max(1) as u32;
+        let turns = f64::from(KERNEL_BARRIER_BLOCKS * 2) / cpus.max(1) as f64;
         let barrier = g("kernel_barrier")?;
         match limits::same_core_yield_handoff() {
             Some(h) => println!(
                 "  barrier_all from {KERNEL_BARRIER_BLOCKS} blocks of each PE: {} = {:.1} x ({} blocks / {cpus} cores) x a same-core yield hand-off ({})",
                 us(barrier),
-                barrier / (f64::from(turns) * h),
+                barrier / (turns * h),
                 KERNEL_BARRIER_BLOCKS * 2,
                 us(h)
             ),
@@ -829,10 +829,19 @@ fn driver(args: &Args) -> Result<(), String> {
             "48 blocks",
             "2+ blocks / (2-thread memcpy/2)",
         ]);
+        // The references, once per size: half of one memcpy, half of two at once.
+        let halves: Vec<(usize, f64, f64)> = KERNEL_SIZES
+            .iter()
+            .map(|&size| {
+                (
+                    size,
+                    limits::memcpy(size) * 2.0,
+                    limits::memcpy_parallel(size, 2) * 2.0,
+                )
+            })
+            .collect();
         for op in ["put", "get"] {
-            for size in KERNEL_SIZES {
-                let half_copy = limits::memcpy(size) * 2.0;
-                let half_pair = limits::memcpy_parallel(size, 2) * 2.0;
+            for &(size, half_copy, half_pair) in &halves {
                 let k = |blocks: u32| g(&format!("kernel_{op}_{blocks}_{size}"));
                 let mut row = vec![
                     format!("{op} {}", shmem_benches::stats::size(size)),

@@ -41,17 +41,7 @@ impl Mark {
 
     /// Processes whose environment carries the mark.
     fn survivors(&self) -> Vec<u32> {
-        let needle = format!("SHMEM_FAULT_TEST_MARK={}", self.value);
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/environ"))
-                    .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
-            })
-            .collect()
+        common::procs::processes_with(&format!("SHMEM_FAULT_TEST_MARK={}", self.value))
     }
 
     /// Nothing of the job is left; waits up to 5 s for processes to be reaped by others.

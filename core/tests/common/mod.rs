@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 #[allow(dead_code)] // only the TLS tests make certificates
 pub(crate) mod pki;
+#[allow(dead_code)] // only the tests that look for processes left behind
+pub(crate) mod procs;
 
 /// The path of this package's example `name`, which `cargo test` builds beside the tests.
 pub(crate) fn example(name: &str) -> PathBuf {

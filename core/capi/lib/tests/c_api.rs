@@ -7,6 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use common::procs::processes_with;
 use common::{
     build, c_program, exported, oshrun, oshrun_with, repo, run, target_dir, temp_dir, text,
 };
@@ -596,20 +597,6 @@ fn fork_and_system_after_init_leave_the_pe_intact() {
     assert!(out.status.success(), "{text}");
     assert_eq!(text.matches(" ok").count(), 2, "{text}");
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// Processes (not zombies) whose environment holds `needle`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
-        })
-        .collect()
 }
 
 /// When `oshrun` is killed, every PE exits soon after, also when a wrapper (`sh -c`, `timeout`,

@@ -6,6 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Processes by their environment (the core's test helper).
+#[path = "../../../../tests/common/procs.rs"]
+pub(crate) mod procs;
+
 /// `target/<profile>`, where `libshmem.so` and the tools are, once `libshmem.so` is built.
 ///
 /// `cargo test` builds the package's binaries (`oshcc`, `oshrun`) for these tests, but not its
