@@ -118,7 +118,7 @@ impl<'a> CtxRef<'a> {
     pub(crate) fn queue(&self) -> &'a Queue {
         match self.ctx {
             Some(c) => &c.queue,
-            None => &self.inst.inner.queue,
+            None => &self.inst.inner.hot.queue,
         }
     }
 
@@ -136,7 +136,7 @@ impl<'a> CtxRef<'a> {
     /// live instance and one of its PEs.
     #[inline(always)]
     pub(crate) fn is_plain_target(&self, pe: Pe) -> bool {
-        self.ctx.is_none() && pe < self.inst.inner.n_pes && self.inst.is_initialized()
+        self.ctx.is_none() && pe < self.inst.inner.hot.n_pes && self.inst.is_initialized()
     }
 
     #[cold]

@@ -22,8 +22,10 @@ use shmem_sim::SimTransport;
 use crate::attr::Backend;
 use crate::error::{Error, Result};
 
-/// An instance's transport.
+/// An instance's transport. Aligned to a cache line, so that the fields a put reads share one
+/// ([`crate::instance::Hot`] says why).
 #[derive(Debug)]
+#[repr(align(64))]
 pub(crate) enum Fabric {
     /// The multi-process shared-memory simulator.
     Sim(SimTransport),

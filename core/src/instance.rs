@@ -31,7 +31,6 @@ const FINALIZED: u8 = 2;
 pub(crate) struct Inner {
     pub(crate) id: u64,
     pub(crate) my_pe: u32,
-    pub(crate) n_pes: u32,
     /// The process that created the instance; in a forked child it is not the PE.
     owner_pid: i32,
     pub(crate) attrs: Attributes,
@@ -51,8 +50,6 @@ pub(crate) struct Inner {
     /// The program's static data, when init made it symmetric.
     pub(crate) statics: Option<Window>,
     pub(crate) teams: Teams,
-    /// The default context's completion queue.
-    pub(crate) queue: Queue,
     /// The queue of the library's own synchronisation traffic.
     pub(crate) sync_queue: Queue,
     /// The transport's capabilities, read on every call that needs one.
@@ -63,13 +60,40 @@ pub(crate) struct Inner {
     pub(crate) limits: Limits,
     /// Device memory registered with the instance: start address and length, by start.
     pub(crate) devices: Mutex<std::collections::BTreeMap<u64, usize>>,
-    /// `LIVE` or `FINALIZED`; shared with the instance's watchdog, which ends the waits of
-    /// other threads when the instance is finalised.
-    state: Arc<AtomicU8>,
-    // Declared last: dropped after everything that might still use the mappings. Shared, so
-    // that work on streams (and kernels on simulated cores) can reach it.
+    /// The instance's state as its watchdog reads it (`LIVE` or `FINALIZED`): the watchdog is
+    /// made before the instance, with the transport, and ends the waits of other threads once
+    /// finalize has stored `FINALIZED` here after [`Hot::state`].
+    watched: Arc<AtomicU8>,
+    // Declared last: its transport is dropped after everything that might still use the
+    // mappings.
+    pub(crate) hot: Hot,
+}
+
+/// The instance's fields every put, get and atomic reads, together in one cache line.
+///
+/// A copy that fills the L1 data cache (a 16 KiB put on a host with 32 KiB of L1d: source and
+/// destination take every way of every set) loses some of its lines to each other line the call
+/// reads, and the next copy reads them again from L2 (`docs/performance.md`, "Bandwidth
+/// against memcpy on the same mapping"). Besides the caller's handle and stack, a put then
+/// reads three lines: this one, the transport's ([`Fabric`] is aligned to one) and the
+/// target's control block. (They were seven: the fields lay across four lines of `Inner`, the
+/// state in an allocation of its own.)
+#[repr(C, align(64))]
+pub(crate) struct Hot {
+    pub(crate) n_pes: u32,
+    /// `LIVE` or `FINALIZED`: what every operation checks.
+    state: AtomicU8,
+    /// The heap's size in bytes, constant for the instance's life.
+    heap_size: usize,
+    /// The default context's completion queue (dropped before the transport).
+    pub(crate) queue: Queue,
+    /// The transport, in an allocation of its own aligned to a cache line (its fields a put
+    /// reads share one). Work on streams and kernels reach it through the instance.
     pub(crate) fabric: Arc<Fabric>,
 }
+
+// The data path's fields fit the one line `Hot` is aligned to.
+const _: () = assert!(std::mem::size_of::<Hot>() == 64);
 
 impl Drop for Inner {
     fn drop(&mut self) {
@@ -78,10 +102,10 @@ impl Drop for Inner {
             // bootstrap would shut down the parent's connection (a socket shutdown acts on the
             // shared connection) and stop PE 0's server. The child leaks them instead.
             std::mem::forget(Arc::clone(&self.boot));
-            std::mem::forget(Arc::clone(&self.fabric));
+            std::mem::forget(Arc::clone(&self.hot.fabric));
             return;
         }
-        if self.state.load(Ordering::Acquire) == LIVE {
+        if self.hot.state.load(Ordering::Acquire) == LIVE {
             self.unpoison_heap();
             tracing::warn!(
                 "the last handle to instance {} on PE {} was dropped without finalize: its peers will see this PE as gone",
@@ -113,8 +137,8 @@ impl std::fmt::Debug for Inner {
         f.debug_struct("Instance")
             .field("id", &self.id)
             .field("my_pe", &self.my_pe)
-            .field("n_pes", &self.n_pes)
-            .field("backend", &self.fabric.profile().name)
+            .field("n_pes", &self.hot.n_pes)
+            .field("backend", &self.hot.fabric.profile().name)
             .field("heap_size", &self.heap.size())
             .finish()
     }
@@ -230,7 +254,7 @@ impl Instance {
             "bootstrap joined"
         );
         crate::fault::point("init.after_connect", my_pe, attrs.instance_id);
-        let state = Arc::new(AtomicU8::new(LIVE));
+        let watched = Arc::new(AtomicU8::new(LIVE));
         let spec = SegmentSpec {
             instance: attrs.instance_id,
             my_pe,
@@ -243,7 +267,7 @@ impl Instance {
                 boot: boot.clone(),
                 timeout,
                 hang_report,
-                state: state.clone(),
+                state: watched.clone(),
                 instance: attrs.instance_id,
                 my_pe,
             }),
@@ -273,26 +297,30 @@ impl Instance {
         let inner = Arc::new(Inner {
             id: attrs.instance_id,
             my_pe,
-            n_pes,
             owner_pid: crate::exit::pid(),
             attrs: attrs.clone(),
             heap_base: fabric.segment_base(my_pe) as usize,
             program_base: fabric.segment_base(my_pe) as usize + RESERVED,
             program_len: (heap_size as usize).saturating_sub(RESERVED),
             own_mapping: fabric.host_mapping(my_pe).map(|p| p.as_ptr() as usize),
-            heap,
             statics,
             teams,
-            queue: fabric.new_queue(),
             sync_queue: fabric.new_internal_queue(),
             devices: Mutex::new(Default::default()),
             caps: fabric.profile().caps,
             profile,
             limits,
-            state,
+            watched,
             alarm: boot.alarm(),
             boot,
-            fabric: Arc::new(fabric),
+            hot: Hot {
+                n_pes,
+                state: AtomicU8::new(LIVE),
+                heap_size: heap.size() as usize,
+                queue: fabric.new_queue(),
+                fabric: Arc::new(fabric),
+            },
+            heap,
         });
         claim.commit(&inner);
         let user = inner.heap.user_space();
@@ -334,7 +362,7 @@ impl Instance {
 
     /// The number of PEs of the instance.
     pub fn n_pes(&self) -> u32 {
-        self.inner.n_pes
+        self.inner.hot.n_pes
     }
 
     /// The attributes the instance was created with.
@@ -344,20 +372,20 @@ impl Instance {
 
     /// The name of the transport (`"sim"` or `"hw"`).
     pub fn backend_name(&self) -> &'static str {
-        self.inner.fabric.profile().name
+        self.inner.hot.fabric.profile().name
     }
 
     /// What the instance's transport can do. Under `SHMEM_PROFILE=cann` these are the CANN
     /// transport's ([`Capabilities::CANN`]): no remote atomics issued by the host (and so no
     /// locks), and no host mapping of peers' heaps.
     pub fn capabilities(&self) -> Capabilities {
-        self.inner.fabric.profile().caps
+        self.inner.hot.fabric.profile().caps
     }
 
     /// Whether the instance is initialised (not yet finalised).
     #[inline]
     pub fn is_initialized(&self) -> bool {
-        self.inner.state.load(Ordering::Acquire) == LIVE
+        self.inner.hot.state.load(Ordering::Acquire) == LIVE
     }
 
     /// The process that created the instance (a forked child is not its PE).
@@ -379,25 +407,25 @@ impl Instance {
     /// Checks that `pe` is a PE of the instance.
     #[inline]
     pub(crate) fn check_pe(&self, pe: Pe) -> Result<()> {
-        if pe < self.inner.n_pes {
+        if pe < self.inner.hot.n_pes {
             Ok(())
         } else {
             Err(Error::InvalidPe {
                 pe: i64::from(pe),
-                n_pes: self.inner.n_pes,
+                n_pes: self.inner.hot.n_pes,
             })
         }
     }
 
     #[inline]
     pub(crate) fn fabric(&self) -> &Fabric {
-        &self.inner.fabric
+        &self.inner.hot.fabric
     }
 
     /// The queue of the default context.
     #[inline(always)]
     pub(crate) fn default_queue(&self) -> &Queue {
-        &self.inner.queue
+        &self.inner.hot.queue
     }
 
     /// Fails at once, naming the lost PE, once the bootstrap has told this PE of a lost peer or
@@ -440,7 +468,7 @@ impl Instance {
 
     #[cold]
     fn unsupported(&self, what: &str) -> Error {
-        let p = self.inner.fabric.profile();
+        let p = self.inner.hot.fabric.profile();
         Error::NotSupported(format!(
             "{what}: the {} transport{} cannot do this",
             p.name,
@@ -455,7 +483,7 @@ impl Instance {
     /// Completes every operation issued on the default context.
     #[inline]
     pub fn quiet(&self) -> Result<()> {
-        if self.is_initialized() && self.fabric().quiet_at_once(&self.inner.queue) {
+        if self.is_initialized() && self.fabric().quiet_at_once(&self.inner.hot.queue) {
             return Ok(());
         }
         self.quiet_checked()
@@ -465,21 +493,21 @@ impl Instance {
     #[inline(never)]
     fn quiet_checked(&self) -> Result<()> {
         self.check_live()?;
-        self.fabric().quiet(&self.inner.queue)
+        self.fabric().quiet(&self.inner.hot.queue)
     }
 
     /// Orders the puts, atomics and signals issued on the default context before the call ahead
     /// of those issued after it, per target PE.
     pub fn fence(&self) -> Result<()> {
         self.check_live()?;
-        self.fabric().fence(&self.inner.queue)
+        self.fabric().fence(&self.inner.hot.queue)
     }
 
     /// Completes this PE's outstanding operations and waits for every PE of the instance
     /// (`barrier_all`).
     pub fn barrier_all(&self) -> Result<()> {
         self.check_live()?;
-        self.fabric().quiet_before_barrier(&self.inner.queue)?;
+        self.fabric().quiet_before_barrier(&self.inner.hot.queue)?;
         self.world_barrier("barrier_all")
     }
 
@@ -512,7 +540,7 @@ impl Instance {
     /// The bytes of symmetric heap per PE (`local_mem_size` + 6 MiB).
     #[inline]
     pub fn heap_size(&self) -> usize {
-        self.inner.heap.size() as usize
+        self.inner.hot.heap_size
     }
 
     /// The segment offset of the symmetric address `addr`, if `len` bytes from it lie in the
@@ -568,14 +596,14 @@ impl Instance {
     /// (CANN's `aclshmem_ptr`, which device code dereferences), or `None` when `addr` is
     /// outside the heap or `pe` is not a PE of the instance. For `pe == my_pe()` it is `addr`.
     pub fn peer_addr(&self, addr: *const u8, pe: Pe) -> Option<std::ptr::NonNull<u8>> {
-        if !self.is_initialized() || pe >= self.inner.n_pes {
+        if !self.is_initialized() || pe >= self.inner.hot.n_pes {
             return None;
         }
         let off = self.address_offset_of(addr, 1)?;
         if pe == self.inner.my_pe {
             return std::ptr::NonNull::new(addr.cast_mut());
         }
-        let base = self.inner.fabric.segment_base(pe) as usize;
+        let base = self.inner.hot.fabric.segment_base(pe) as usize;
         std::ptr::NonNull::new((base + off) as *mut u8)
     }
 
@@ -584,11 +612,11 @@ impl Instance {
     /// the heap, `pe` is not a PE of the instance, or the transport does not map peers' heaps
     /// for the host (on Ascend, and under `SHMEM_PROFILE=cann`).
     pub fn ptr(&self, addr: *const u8, pe: Pe) -> Option<std::ptr::NonNull<u8>> {
-        if !self.is_initialized() || pe >= self.inner.n_pes {
+        if !self.is_initialized() || pe >= self.inner.hot.n_pes {
             return None;
         }
         let off = self.address_offset_of(addr, 1)?;
-        let base = self.inner.fabric.host_mapping(pe)?;
+        let base = self.inner.hot.fabric.host_mapping(pe)?;
         if pe == self.inner.my_pe {
             // The object itself (static data is also mapped in the segment, elsewhere).
             return std::ptr::NonNull::new(addr.cast_mut());
@@ -609,16 +637,18 @@ impl Instance {
     pub fn finalize(&self) -> Result<()> {
         if self
             .inner
+            .hot
             .state
             .compare_exchange(LIVE, FINALIZED, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
             return Ok(());
         }
+        self.inner.watched.store(FINALIZED, Ordering::Release);
         crate::fault::point("finalize.entered", self.my_pe(), self.id());
         self.inner.unpoison_heap();
         let r = (|| {
-            self.fabric().quiet(&self.inner.queue)?;
+            self.fabric().quiet(&self.inner.hot.queue)?;
             self.fabric()
                 .finalize(&mut BootExchange(&*self.inner.boot))?;
             self.inner.boot.finalize().map_err(Error::from)

@@ -135,8 +135,17 @@ impl Control {
     #[inline]
     pub(crate) fn notify_rmw(&self, offset: usize, len: usize) {
         if self.sleepers.load(Ordering::SeqCst) != 0 {
-            self.wake_sleepers(Some((offset, len)), None);
+            self.wake_for_data(offset, len);
         }
+    }
+
+    /// [`Control::wake_sleepers`] for a data write, its arguments in registers: the inline
+    /// caller (every put) then needs no stack frame for them, and its copy no stack lines of
+    /// its own beside the source's and destination's.
+    #[cold]
+    #[inline(never)]
+    fn wake_for_data(&self, offset: usize, len: usize) {
+        self.wake_sleepers(Some((offset, len)), None);
     }
 
     /// Called by a writer after it stored the `len` bytes at `data` (if any) and then updated

@@ -449,10 +449,16 @@ const COPY_SIZES: [usize; 8] = [
     4 << 20,
 ];
 
+/// One cache line of memory.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct Line([u64; 8]);
+
 /// Put against a memcpy loop with the identical source and destination (PE 1's heap through
 /// this PE's mapping of it), batches interleaved: per size, the median over 9 pairs of the
 /// memcpy's time over the put's (the put's share of memcpy bandwidth) and of the put's time
-/// less the memcpy's per call (its overhead).
+/// less the memcpy's per call (its overhead); beside them, what reading 1 and 3 more cache lines
+/// per call adds to the memcpy, the floor of the overhead on a host whose L1d the copy fills.
 fn put_beside_memcpy(
     inst: &Instance,
     results: &mut BTreeMap<String, f64>,
@@ -467,6 +473,7 @@ fn put_beside_memcpy(
             .as_slice()
             .ptr(peer)
             .ok_or_else(|| shmem::Error::NotSupported("no host mapping of the peer".into()))?;
+        let lines = Box::new([Line([0; 8]); 3]);
         for s in COPY_SIZES {
             let reps = ((64usize << 20) / s).clamp(8, 20_000);
             let vs = buf.slice(0..s);
@@ -478,9 +485,17 @@ fn put_beside_memcpy(
                 inst.quiet().expect("quiet");
                 t.elapsed().as_secs_f64() / reps as f64
             };
-            let copy = || {
+            // The memcpy loop, reading `k` more cache lines per call away from the copy's
+            // (`k` = 1: the least any call with state of its own adds to the copy, which loses
+            // lines to it when it fills the L1d; 3: the least a put reads, its instance's line,
+            // its transport's and the target's wake-up word).
+            let copy = |k: usize| {
                 let t = std::time::Instant::now();
                 for _ in 0..reps {
+                    for l in &lines[..k] {
+                        // SAFETY: `l` is a live, aligned `Line`.
+                        unsafe { std::ptr::read_volatile(std::hint::black_box(l)) };
+                    }
                     // SAFETY: `dst` maps PE 1's heap of `max >= s` bytes, which nobody else
                     // touches during the measurement; `local` holds `s` bytes.
                     unsafe {
@@ -494,13 +509,23 @@ fn put_beside_memcpy(
                 }
                 t.elapsed().as_secs_f64() / reps as f64
             };
-            let (_, _) = (put(), copy());
+            let (_, _) = (put(), copy(0));
             let pairs = if shmem_benches::stats::smoke() { 1 } else { 9 };
             let (mut ratio, mut over) = (vec![], vec![]);
+            let mut lines_over = [vec![], vec![]];
             for _ in 0..pairs {
-                let (p, c) = (put(), copy());
+                let (p, c) = (put(), copy(0));
                 ratio.push(c / p);
                 over.push(p - c);
+                for (k, o) in [1, 3].into_iter().zip(&mut lines_over) {
+                    o.push(copy(k) - c);
+                }
+            }
+            for (k, mut o) in [1, 3].into_iter().zip(lines_over) {
+                results.insert(
+                    format!("copy_lines_{k}_over_{s}"),
+                    shmem_benches::stats::median(&mut o),
+                );
             }
             results.insert(
                 format!("copy_ratio_{s}"),
@@ -772,6 +797,8 @@ fn driver(args: &Args) -> Result<(), String> {
         "put beside memcpy into the same peer mapping",
         "put / memcpy bandwidth",
         "put overhead per call",
+        "memcpy reading 1 more line",
+        "3 more lines",
     ]);
     for s in COPY_SIZES {
         let g = |k: String| copy.get(&k).copied().ok_or(format!("missing result {k}"));
@@ -779,6 +806,8 @@ fn driver(args: &Args) -> Result<(), String> {
             size(s),
             format!("{:.2}", g(format!("copy_ratio_{s}"))?),
             format!("{:.1} ns", g(format!("copy_over_{s}"))? * 1e9),
+            format!("{:.1} ns", g(format!("copy_lines_1_over_{s}"))? * 1e9),
+            format!("{:.1} ns", g(format!("copy_lines_3_over_{s}"))? * 1e9),
         ]);
     }
     println!("\n2 PEs, medians of 9 interleaved pairs of batches:");

@@ -120,7 +120,7 @@ impl Instance {
         self.check_live()?;
         // OpenSHMEM's allocation routines begin with a barrier_all: the default context's
         // operations complete first (held puts must not land in a block reused meanwhile).
-        self.fabric().quiet(&self.inner.queue)?;
+        self.fabric().quiet(&self.inner.hot.queue)?;
         let heap = &self.inner.heap;
         let local = heap.allocate(size, align);
         let asan = self.inner.asan_base();
@@ -237,7 +237,7 @@ impl Instance {
     /// Collectively releases the block at heap offset `off`, for the user's `call`.
     fn free_as(&self, call: HeapCall, off: u64) -> Result<()> {
         self.check_live()?;
-        self.fabric().quiet(&self.inner.queue)?;
+        self.fabric().quiet(&self.inner.hot.queue)?;
         exchange(self, call, 0, off)?;
         let len = self
             .inner

@@ -142,7 +142,7 @@ impl Team {
     /// (`shmem_team_sync` after a quiet; CANN's `aclshmem_barrier`).
     pub fn barrier(&self) -> Result<()> {
         self.check_live()?;
-        self.t().quiet_before_barrier(&self.inst.inner.queue)?;
+        self.t().quiet_before_barrier(&self.inst.inner.hot.queue)?;
         self.run_barrier(&self.inst.inner.sync_queue, "barrier")
     }
 
