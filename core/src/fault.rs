@@ -130,10 +130,10 @@ mod armed {
                 continue;
             }
             let me = rustix::process::getpid();
-            eprintln!(
+            crate::diag::stderr_line(format_args!(
                 "shmem: fault {name}: {:?} of PE {pe} (instance {instance})",
                 f.action
-            );
+            ));
             match f.action {
                 Action::Kill => {
                     let _ = rustix::process::kill_process(me, rustix::process::Signal::KILL);

@@ -162,11 +162,12 @@ pub(super) fn run(job: &Job) -> Result<JobReport, LaunchError> {
         // A failure in strict mode may depend on the order it chose: name the seed.
         tracing::error!("the job ran in strict mode with SHMEM_SIM_STRICT_SEED={seed}");
         if !job.quiet {
-            let mut err = io::stderr().lock();
-            let _ = writeln!(
-                err,
-                "shmemrun: ERROR the job ran in strict completion mode; replay its order with SHMEM_SIM_STRICT_SEED={seed}"
+            // One write: the PEs share this standard error, and a line written in pieces can
+            // have one of theirs in the middle.
+            let line = format!(
+                "shmemrun: ERROR the job ran in strict completion mode; replay its order with SHMEM_SIM_STRICT_SEED={seed}\n"
             );
+            let _ = io::stderr().lock().write_all(line.as_bytes());
         }
     }
     Ok(report)
@@ -646,9 +647,10 @@ impl Supervisor<'_> {
     fn say(&self, message: &str) {
         tracing::info!("{message}");
         if !self.job.quiet {
-            let mut err = io::stderr().lock();
-            let _ = writeln!(err, "shmemrun: {message}");
-            let _ = err.flush();
+            // One write: the PEs share this standard error, and a line written in pieces (as
+            // `writeln!` does on the unbuffered stream) can have one of theirs in the middle.
+            let line = format!("shmemrun: {message}\n");
+            let _ = io::stderr().lock().write_all(line.as_bytes());
         }
     }
 }

@@ -50,7 +50,10 @@ pub(crate) fn hook_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
-            eprintln!("shmem: an internal error (a panic) occurred: {info}; ending this PE");
+            // One write: another PE's line on the same standard error cannot land inside it.
+            let line =
+                format!("shmem: an internal error (a panic) occurred: {info}; ending this PE\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             // SAFETY: `_exit` ends the process at once; it runs no atexit handler that might
             // need a lock the panicking code holds.
             unsafe { libc::_exit(1) }
