@@ -150,7 +150,7 @@ impl CtxRef<'_> {
     #[inline(always)]
     fn amo_at_once<T: AmoType>(&self, addr: *const T, op: AmoOp, pe: Pe) -> Option<usize> {
         let w = T::WIDTH.bytes();
-        if !(T::allows(op) && self.inst.inner.caps.host_atomics && self.is_plain_target(pe)) {
+        if !(T::allows(op) && self.inst.inner.hot.caps.host_atomics && self.is_plain_target(pe)) {
             return None;
         }
         self.inst
@@ -242,7 +242,7 @@ impl<T: AmoType> SymElem<'_, T> {
     #[inline(always)]
     fn at_once(&self, pe: Pe) -> bool {
         let inst = self.ctx.inst;
-        inst.inner.caps.host_atomics
+        inst.inner.hot.caps.host_atomics
             && self.ctx.is_plain_target(pe)
             && self.offset.is_multiple_of(T::WIDTH.bytes())
             && inst.holds(self.home, self.offset, T::WIDTH.bytes())

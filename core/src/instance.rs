@@ -52,8 +52,6 @@ pub(crate) struct Inner {
     pub(crate) teams: Teams,
     /// The queue of the library's own synchronisation traffic.
     pub(crate) sync_queue: Queue,
-    /// The transport's capabilities, read on every call that needs one.
-    pub(crate) caps: Capabilities,
     /// The profile the instance runs under.
     pub(crate) profile: settings::ApiProfile,
     /// The limits of the instance's profile.
@@ -83,6 +81,8 @@ pub(crate) struct Hot {
     pub(crate) n_pes: u32,
     /// `LIVE` or `FINALIZED`: what every operation checks.
     state: AtomicU8,
+    /// The transport's capabilities (an atomic asks for host atomics).
+    pub(crate) caps: Capabilities,
     /// The heap's size in bytes, constant for the instance's life.
     heap_size: usize,
     /// The default context's completion queue (dropped before the transport).
@@ -307,7 +307,6 @@ impl Instance {
             teams,
             sync_queue: fabric.new_internal_queue(),
             devices: Mutex::new(Default::default()),
-            caps: fabric.profile().caps,
             profile,
             limits,
             watched,
@@ -316,6 +315,7 @@ impl Instance {
             hot: Hot {
                 n_pes,
                 state: AtomicU8::new(LIVE),
+                caps: fabric.profile().caps,
                 heap_size: heap.size() as usize,
                 queue: fabric.new_queue(),
                 fabric: Arc::new(fabric),
@@ -459,7 +459,7 @@ impl Instance {
     /// [`Capabilities`] (under `SHMEM_PROFILE=cann`, the CANN transport's).
     #[inline]
     pub(crate) fn require(&self, has: fn(&Capabilities) -> bool, what: &str) -> Result<()> {
-        if has(&self.inner.caps) {
+        if has(&self.inner.hot.caps) {
             Ok(())
         } else {
             Err(self.unsupported(what))
