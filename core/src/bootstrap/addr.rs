@@ -12,6 +12,7 @@ use std::io;
 use std::net::{
     IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, SocketAddrV6, TcpListener, ToSocketAddrs,
 };
+use std::time::{Duration, Instant};
 
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
@@ -231,6 +232,46 @@ pub(crate) fn bind(addr: SocketAddr, listen: bool) -> io::Result<TcpListener> {
     Ok(TcpListener::from(fd))
 }
 
+/// How long [`bind_past_self_connections`] waits for a socket connected to itself to go.
+const SELF_CONNECTED_WAIT: Duration = Duration::from_secs(10);
+
+/// Whether a TCP socket of this network namespace is connected to itself on `port`. A client
+/// that dials a loopback port nobody listens on yet can be given that very port as its source,
+/// and TCP's simultaneous open then connects the socket to itself. It holds the port only until
+/// its owner sees it and resets it (the bootstrap's dial does at once), so a bind that finds
+/// the port taken by one waits for that instead of failing.
+fn self_connected(port: u16) -> bool {
+    let port = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        std::fs::read_to_string(table).is_ok_and(|t| {
+            t.lines().skip(1).any(|line| {
+                // `sl local_address rem_address st ...`, addresses as `HEXIP:HEXPORT`.
+                let mut col = line.split_whitespace().skip(1);
+                matches!((col.next(), col.next()),
+                    (Some(local), Some(remote)) if local == remote && local.ends_with(&port))
+            })
+        })
+    })
+}
+
+/// [`bind`], waiting (up to [`SELF_CONNECTED_WAIT`]) while the address is taken by a socket
+/// connected to itself ([`self_connected`]): any other occupant fails it at once.
+fn bind_past_self_connections(addr: SocketAddr, listen: bool) -> io::Result<TcpListener> {
+    let until = Instant::now() + SELF_CONNECTED_WAIT;
+    loop {
+        match bind(addr, listen) {
+            Err(e)
+                if e.kind() == io::ErrorKind::AddrInUse
+                    && Instant::now() < until
+                    && self_connected(addr.port()) =>
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            r => return r,
+        }
+    }
+}
+
 /// The first of `addrs` (not empty) that [`bind`]s, with its address; else an error saying
 /// `what` failed for the first of them.
 pub(crate) fn bind_first(
@@ -240,7 +281,7 @@ pub(crate) fn bind_first(
 ) -> Result<(TcpListener, SocketAddr), BootstrapError> {
     let mut first = None;
     for &a in addrs {
-        match bind(a, listen) {
+        match bind_past_self_connections(a, listen) {
             Ok(l) => return Ok((l, a)),
             Err(e) if first.is_none() => first = Some((a, e)),
             Err(_) => {}
@@ -378,6 +419,30 @@ mod tests {
             e.to_string().contains("cannot resolve") && std::error::Error::source(&e).is_some(),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_bind_waits_for_a_socket_connected_to_itself_to_be_reset_and_no_other_occupant() {
+        let (s, a) = crate::bootstrap::tests::self_connected_socket();
+        assert!(
+            self_connected(a.port()),
+            "/proc/net/tcp shows the self-connection"
+        );
+        let reset = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            rustix::net::sockopt::set_socket_linger(&s, Some(Duration::ZERO)).expect("linger");
+        });
+        let (l, at) = bind_first(&[a], true, |a| format!("bind {a}"))
+            .expect("bound once the self-connection is reset");
+        assert_eq!(at, a);
+        reset.join().expect("reset");
+        assert!(!self_connected(a.port()));
+        // A listener is another occupant: the bind fails at once.
+        let t = Instant::now();
+        let e = bind_first(&[a], true, |a| format!("bind {a}")).expect_err("taken");
+        assert!(e.to_string().contains("in use"), "{e}");
+        assert!(t.elapsed() < SELF_CONNECTED_WAIT, "did not wait");
+        drop(l);
     }
 
     #[test]

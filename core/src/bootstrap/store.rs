@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -64,6 +64,21 @@ const CONNECT_ATTEMPT_MAX: Duration = Duration::from_secs(2);
 
 fn refused(e: &BootstrapError) -> bool {
     matches!(e.kind(), Kind::Refused(_))
+}
+
+/// `s`, unless it is connected to itself: dialling a loopback port nobody listens on yet, the
+/// kernel can pick that very port as the source, and TCP's simultaneous open connects the
+/// socket to itself. Such a stream is reset (linger 0, so that no `TIME_WAIT` keeps PE 0 from
+/// binding the port) and counted as a refused connection, which the dial retries.
+pub(super) fn not_self_connected(s: TcpStream, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    if s.local_addr()? != addr {
+        return Ok(s);
+    }
+    rustix::net::sockopt::set_socket_linger(&s, Some(Duration::ZERO))?;
+    Err(std::io::Error::new(
+        std::io::ErrorKind::ConnectionRefused,
+        "the connection reached its own socket: nobody listens there yet",
+    ))
 }
 
 /// What the reader thread and the requests share.
@@ -283,6 +298,7 @@ impl StoreBootstrap {
                     break;
                 }
                 let greeted = TcpStream::connect_timeout(&addr, attempt)
+                    .and_then(|s| not_self_connected(s, addr))
                     .map_err(|e| BootstrapError::io(format!("connecting to {addr}"), e))
                     .and_then(|s| StoreBootstrap::greet(s, url, hello, tls, deadline, after));
                 match greeted {

@@ -36,6 +36,39 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
+/// A TCP socket connected to itself (TCP's simultaneous open: bound to a free loopback port
+/// and connected to that same port), and its address.
+pub(crate) fn self_connected_socket() -> (TcpStream, std::net::SocketAddr) {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    let at: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+    let fd = rustix::net::socket_with(
+        AddressFamily::INET,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .expect("socket");
+    rustix::net::bind(&fd, &at).expect("bind the free port");
+    rustix::net::connect(&fd, &at).expect("connect to itself");
+    let s = TcpStream::from(fd);
+    assert_eq!(s.peer_addr().expect("peer"), at, "connected to itself");
+    (s, at)
+}
+
+#[test]
+fn a_dial_that_reaches_its_own_socket_resets_it_and_counts_a_refusal() {
+    let (s, at) = self_connected_socket();
+    let e = super::store::not_self_connected(s, at).expect_err("a self-connection");
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+    // Reset, not closed into TIME_WAIT: PE 0 can bind the port at once.
+    addr::bind(at, true).expect("the port is free again");
+    // A connection to a listener is kept.
+    let (l, url) = prebound();
+    let to = l.local_addr().expect("local_addr");
+    let c = TcpStream::connect(to).expect("connect");
+    assert!(super::store::not_self_connected(c, to).is_ok(), "{url}");
+}
+
 fn params(n: u32) -> ServerParams {
     ServerParams {
         n_pes: n,
