@@ -98,12 +98,11 @@ extern "C" fn finalize_at_exit(status: c_int, _: *mut c_void) {
                 continue;
             }
             if let Err(e) = inst.finalize() {
-                // Nobody receives this error: it is reported here, in one write.
-                let line = format!(
-                    "shmem: PE {} could not finalize instance {id} at exit: {e}\n",
+                // Nobody receives this error: it is reported here.
+                shmem_sim::launcher::stderr_line(format_args!(
+                    "shmem: PE {} could not finalize instance {id} at exit: {e}",
                     inst.my_pe()
-                );
-                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+                ));
             }
         }
     });

@@ -130,7 +130,7 @@ mod armed {
                 continue;
             }
             let me = rustix::process::getpid();
-            crate::diag::stderr_line(format_args!(
+            shmem_sim::launcher::stderr_line(format_args!(
                 "shmem: fault {name}: {:?} of PE {pe} (instance {instance})",
                 f.action
             ));

@@ -449,6 +449,11 @@ const COPY_SIZES: [usize; 8] = [
     4 << 20,
 ];
 
+/// The extra cache lines per call of the memcpy loops beside the put: 1, the least any call with
+/// state of its own reads; 3, the least a put reads (its instance's line, its transport's and the
+/// target's wake-up word).
+const EXTRA_LINES: [usize; 2] = [1, 3];
+
 /// One cache line of memory.
 #[repr(C, align(64))]
 #[derive(Clone, Copy)]
@@ -473,7 +478,7 @@ fn put_beside_memcpy(
             .as_slice()
             .ptr(peer)
             .ok_or_else(|| shmem::Error::NotSupported("no host mapping of the peer".into()))?;
-        let lines = Box::new([Line([0; 8]); 3]);
+        let lines = Box::new([Line([0; 8]); EXTRA_LINES[1]]);
         for s in COPY_SIZES {
             let reps = ((64usize << 20) / s).clamp(8, 20_000);
             let vs = buf.slice(0..s);
@@ -485,10 +490,8 @@ fn put_beside_memcpy(
                 inst.quiet().expect("quiet");
                 t.elapsed().as_secs_f64() / reps as f64
             };
-            // The memcpy loop, reading `k` more cache lines per call away from the copy's
-            // (`k` = 1: the least any call with state of its own adds to the copy, which loses
-            // lines to it when it fills the L1d; 3: the least a put reads, its instance's line,
-            // its transport's and the target's wake-up word).
+            // The memcpy loop, reading `k` more cache lines per call away from the copy's (which
+            // loses lines to them when it fills the L1d).
             let copy = |k: usize| {
                 let t = std::time::Instant::now();
                 for _ in 0..reps {
@@ -517,11 +520,11 @@ fn put_beside_memcpy(
                 let (p, c) = (put(), copy(0));
                 ratio.push(c / p);
                 over.push(p - c);
-                for (k, o) in [1, 3].into_iter().zip(&mut lines_over) {
+                for (k, o) in EXTRA_LINES.into_iter().zip(&mut lines_over) {
                     o.push(copy(k) - c);
                 }
             }
-            for (k, mut o) in [1, 3].into_iter().zip(lines_over) {
+            for (k, mut o) in EXTRA_LINES.into_iter().zip(lines_over) {
                 results.insert(
                     format!("copy_lines_{k}_over_{s}"),
                     shmem_benches::stats::median(&mut o),
@@ -793,22 +796,28 @@ fn driver(args: &Args) -> Result<(), String> {
     println!("OSHMEM column: {osh_note}");
     // The heap must be host-mapped for the memcpy side: the OpenSHMEM profile's.
     let copy = launch_with("copy", 2, &[("SHMEM_PROFILE", "openshmem")])?;
-    let mut t = Table::new(&[
+    let extra = EXTRA_LINES.map(|k| format!("memcpy reading {k} more line(s)"));
+    let mut header = vec![
         "put beside memcpy into the same peer mapping",
         "put / memcpy bandwidth",
         "put overhead per call",
-        "memcpy reading 1 more line",
-        "3 more lines",
-    ]);
+    ];
+    header.extend(extra.iter().map(String::as_str));
+    let mut t = Table::new(&header);
     for s in COPY_SIZES {
         let g = |k: String| copy.get(&k).copied().ok_or(format!("missing result {k}"));
-        t.row(vec![
+        let mut row = vec![
             size(s),
             format!("{:.2}", g(format!("copy_ratio_{s}"))?),
             format!("{:.1} ns", g(format!("copy_over_{s}"))? * 1e9),
-            format!("{:.1} ns", g(format!("copy_lines_1_over_{s}"))? * 1e9),
-            format!("{:.1} ns", g(format!("copy_lines_3_over_{s}"))? * 1e9),
-        ]);
+        ];
+        for k in EXTRA_LINES {
+            row.push(format!(
+                "{:.1} ns",
+                g(format!("copy_lines_{k}_over_{s}"))? * 1e9
+            ));
+        }
+        t.row(row);
     }
     println!("\n2 PEs, medians of 9 interleaved pairs of batches:");
     print!("{}", t.render());

@@ -267,11 +267,9 @@ fn start_lifeline() -> bool {
             .name("shmem-lifeline".into())
             .spawn(move || {
                 wait_for_launcher_death(fd);
-                // One write, so that the lines of several PEs never mix.
-                let line = format!(
-                    "shmem: PE {pe}: the launcher is gone (the job's control pipe has no reader); exiting\n"
-                );
-                let _ = io::Write::write_all(&mut io::stderr(), line.as_bytes());
+                super::stderr_line(format_args!(
+                    "shmem: PE {pe}: the launcher is gone (the job's control pipe has no reader); exiting"
+                ));
                 // SAFETY: `_exit` ends the process at once; the job is over, and running the
                 // process's exit handlers (which finalize with peers) would only wait for them.
                 unsafe { libc::_exit(1) }

@@ -45,6 +45,7 @@
 pub mod cli;
 pub mod env;
 mod output;
+pub use output::stderr_line;
 mod program;
 mod signals;
 mod spawn;

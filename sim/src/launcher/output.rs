@@ -9,6 +9,15 @@ use rustix::io::Errno;
 
 use super::{CapturedOutput, Output};
 
+/// Writes `args` and a newline to standard error in one write. The processes of a job share the
+/// launcher's standard error (unless it tags or captures the PEs' streams), and `eprintln!` or
+/// `writeln!` on that unbuffered stream write the pieces of their format one by one, so another
+/// process's line could land inside this one.
+pub fn stderr_line(args: std::fmt::Arguments<'_>) {
+    let line = format!("{args}\n");
+    let _ = io::stderr().lock().write_all(line.as_bytes());
+}
+
 /// A partial line longer than this is forwarded as a line of its own.
 const MAX_LINE: usize = 64 * 1024;
 

@@ -8,7 +8,7 @@
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::io::{self, Write as _};
+use std::io;
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
@@ -162,12 +162,9 @@ pub(super) fn run(job: &Job) -> Result<JobReport, LaunchError> {
         // A failure in strict mode may depend on the order it chose: name the seed.
         tracing::error!("the job ran in strict mode with SHMEM_SIM_STRICT_SEED={seed}");
         if !job.quiet {
-            // One write: the PEs share this standard error, and a line written in pieces can
-            // have one of theirs in the middle.
-            let line = format!(
-                "shmemrun: ERROR the job ran in strict completion mode; replay its order with SHMEM_SIM_STRICT_SEED={seed}\n"
-            );
-            let _ = io::stderr().lock().write_all(line.as_bytes());
+            super::stderr_line(format_args!(
+                "shmemrun: ERROR the job ran in strict completion mode; replay its order with SHMEM_SIM_STRICT_SEED={seed}"
+            ));
         }
     }
     Ok(report)
@@ -647,10 +644,7 @@ impl Supervisor<'_> {
     fn say(&self, message: &str) {
         tracing::info!("{message}");
         if !self.job.quiet {
-            // One write: the PEs share this standard error, and a line written in pieces (as
-            // `writeln!` does on the unbuffered stream) can have one of theirs in the middle.
-            let line = format!("shmemrun: {message}\n");
-            let _ = io::stderr().lock().write_all(line.as_bytes());
+            super::stderr_line(format_args!("shmemrun: {message}"));
         }
     }
 }

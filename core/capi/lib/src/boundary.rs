@@ -50,10 +50,9 @@ pub(crate) fn hook_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
-            // One write: another PE's line on the same standard error cannot land inside it.
-            let line =
-                format!("shmem: an internal error (a panic) occurred: {info}; ending this PE\n");
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            shmem_sim::launcher::stderr_line(format_args!(
+                "shmem: an internal error (a panic) occurred: {info}; ending this PE"
+            ));
             // SAFETY: `_exit` ends the process at once; it runs no atexit handler that might
             // need a lock the panicking code holds.
             unsafe { libc::_exit(1) }
@@ -79,9 +78,7 @@ fn failed<T>(name: &str, fallback: T, e: Error) -> T {
 /// Ends the process: what OpenSHMEM programs expect of an unrecoverable failure.
 #[cold]
 pub(crate) fn fatal(name: &str, why: &str, status: i32) -> ! {
-    // One write, so that the lines of several PEs never mix.
-    let line = format!("shmem: {name}: {why}; ending this PE\n");
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    shmem_sim::launcher::stderr_line(format_args!("shmem: {name}: {why}; ending this PE"));
     // No finalize at exit: it could only fail on the lost peer or wait for the others.
     shmem_core::exit_without_finalize(if status == 0 { 1 } else { status })
 }
